@@ -1,0 +1,62 @@
+import type { App } from '../app.js';
+import { errors } from '../core/errors.js';
+import { rejectUnknownFields, requiredEmail, requiredString, requireObject, type JsonObject } from '../core/validate.js';
+import { clearSessionCookie, sessionCookie } from '../http/cookies.js';
+import type { Route } from '../http/server.js';
+import type { Router } from '../http/router.js';
+import { requireSession } from './guards.js';
+import { presentAccount } from './presenters.js';
+
+/** bcrypt only reads the first 72 bytes of a password; refuse longer ones rather than ignore the rest. */
+export function requiredPassword(body: JsonObject): string {
+  const password = body.password;
+  if (password === undefined || password === null) throw errors.missingField('password');
+  if (typeof password !== 'string') throw errors.invalidField('password', 'must be a string');
+  if (password.length < 8) throw errors.invalidField('password', 'must be at least 8 characters');
+  if (Buffer.byteLength(password) > 72) throw errors.invalidField('password', 'must be at most 72 bytes');
+  return password;
+}
+
+export function registerAuthRoutes(router: Router<Route>, app: App): void {
+  const cookie = (token: string): string => sessionCookie(token, app.config.auth.sessionTtlSeconds, app.config.auth.cookieSecure);
+
+  router.add('POST', '/api/auth/signup', {
+    handle: async (ctx) => {
+      if (!app.config.auth.allowSignup) throw errors.signupDisabled();
+      const body = requireObject(await ctx.json());
+      rejectUnknownFields(body, ['email', 'password', 'name']);
+      const email = requiredEmail(body);
+      const password = requiredPassword(body);
+      const name = requiredString(body, 'name', { max: 200 });
+      const account = await app.accounts.create({ email, name, password, role: 'user' });
+      const token = app.sessions.issue(account.id);
+      ctx.send(201, { user: presentAccount(account), token }, { 'set-cookie': cookie(token) });
+    },
+  });
+
+  router.add('POST', '/api/auth/login', {
+    handle: async (ctx) => {
+      const body = requireObject(await ctx.json());
+      rejectUnknownFields(body, ['email', 'password']);
+      const email = requiredString(body, 'email', { max: 254 });
+      const password = requiredString(body, 'password', { max: 1024 });
+      const account = await app.accounts.login(email, password, ctx.clientIp);
+      const token = app.sessions.issue(account.id);
+      const expiresAt = new Date(Date.now() + app.config.auth.sessionTtlSeconds * 1000).toISOString();
+      ctx.send(200, { token, expires_at: expiresAt }, { 'set-cookie': cookie(token) });
+    },
+  });
+
+  router.add('POST', '/api/auth/logout', {
+    handle: (ctx) => {
+      ctx.send(200, { ok: true }, { 'set-cookie': clearSessionCookie(app.config.auth.cookieSecure) });
+    },
+  });
+
+  router.add('GET', '/api/auth/me', {
+    handle: (ctx) => {
+      const account = requireSession(app, ctx);
+      ctx.send(200, { user: presentAccount(account) });
+    },
+  });
+}

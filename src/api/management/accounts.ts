@@ -1,0 +1,130 @@
+import type { App } from '../../app.js';
+import { errors } from '../../core/errors.js';
+import { microsToInr, parseInr } from '../../core/money.js';
+import {
+  optionalEnum,
+  optionalString,
+  rejectUnknownFields,
+  requiredEmail,
+  requiredString,
+  requireObject,
+  type JsonObject,
+} from '../../core/validate.js';
+import type { Route } from '../../http/server.js';
+import type { Router } from '../../http/router.js';
+import { requiredPassword } from '../auth.js';
+import { requireManagementKey } from '../guards.js';
+import { presentAccount, presentKey, presentLedgerEntry } from '../presenters.js';
+import { queryInt, queryOptionalInt, queryString } from '../query.js';
+import { requireAdmin, scopedAccount } from './access.js';
+
+/** Accounts, balances, top-ups and the ledger, for `akm-` keys. */
+export function registerManagementAccountRoutes(router: Router<Route>, app: App): void {
+  router.add('GET', '/api/management/me', {
+    handle: (ctx) => {
+      const principal = requireManagementKey(app, ctx);
+      ctx.send(200, { account: presentAccount(principal.account), key: presentKey(principal.key, Date.now()) });
+    },
+  });
+
+  router.add('GET', '/api/management/accounts', {
+    handle: (ctx) => {
+      const principal = requireManagementKey(app, ctx);
+      requireAdmin(principal);
+      const email = queryString(ctx.query, 'email');
+      if (email !== undefined) {
+        const account = app.store.accounts.byEmail(email.toLowerCase());
+        ctx.send(200, { object: 'list', data: account ? [presentAccount(account)] : [] });
+        return;
+      }
+      const limit = queryInt(ctx.query, 'limit', 1, 1000, 100);
+      const offset = queryInt(ctx.query, 'offset', 0, Number.MAX_SAFE_INTEGER, 0);
+      ctx.send(200, { object: 'list', data: app.accounts.list(limit, offset).map(presentAccount) });
+    },
+  });
+
+  router.add('POST', '/api/management/accounts', {
+    handle: async (ctx) => {
+      const principal = requireManagementKey(app, ctx);
+      requireAdmin(principal);
+      const body = requireObject(await ctx.json());
+      rejectUnknownFields(body, ['email', 'name', 'password', 'role']);
+      const email = requiredEmail(body);
+      const name = requiredString(body, 'name', { max: 200 });
+      const password = body.password === undefined ? undefined : requiredPassword(body);
+      const role = optionalEnum(body, 'role', ['user', 'admin'] as const) ?? 'user';
+      const account = await app.accounts.create({ email, name, role, ...(password === undefined ? {} : { password }) });
+      ctx.send(201, presentAccount(account));
+    },
+  });
+
+  router.add('GET', '/api/management/accounts/:account', {
+    handle: (ctx) => {
+      const principal = requireManagementKey(app, ctx);
+      ctx.send(200, presentAccount(scopedAccount(app, principal, ctx.params.account as string)));
+    },
+  });
+
+  router.add('GET', '/api/management/accounts/:account/balance', {
+    handle: (ctx) => {
+      const principal = requireManagementKey(app, ctx);
+      const account = scopedAccount(app, principal, ctx.params.account as string);
+      ctx.send(200, { account_id: account.id, email: account.email, balance: microsToInr(account.balanceMicros), currency: 'INR' });
+    },
+  });
+
+  router.add('POST', '/api/management/accounts/:account/topups', {
+    handle: async (ctx) => {
+      const principal = requireManagementKey(app, ctx);
+      requireAdmin(principal);
+      const account = scopedAccount(app, principal, ctx.params.account as string);
+      const body = requireObject(await ctx.json());
+      rejectUnknownFields(body, ['amount', 'reference', 'note']);
+      const amountMicros = positiveAmount(body);
+      const reference = topupReference(body, ctx.req.headers['idempotency-key']);
+      const note = optionalString(body, 'note', { max: 500 });
+      const result = app.wallet.topup({
+        accountId: account.id,
+        amountMicros,
+        createdBy: principal.account.id,
+        ...(reference === undefined ? {} : { reference }),
+        ...(note === undefined ? {} : { note }),
+      });
+      ctx.send(result.replayed ? 200 : 201, {
+        topup: presentLedgerEntry(result.entry),
+        balance: microsToInr(result.balanceMicros),
+        replayed: result.replayed,
+      });
+    },
+  });
+
+  router.add('GET', '/api/management/accounts/:account/ledger', {
+    handle: (ctx) => {
+      const principal = requireManagementKey(app, ctx);
+      const account = scopedAccount(app, principal, ctx.params.account as string);
+      const limit = queryInt(ctx.query, 'limit', 1, 1000, 100);
+      const entries = app.wallet.ledger(account.id, limit, queryOptionalInt(ctx.query, 'before'));
+      ctx.send(200, { object: 'list', data: entries.map(presentLedgerEntry) });
+    },
+  });
+}
+
+function positiveAmount(body: JsonObject): number {
+  if (body.amount === undefined || body.amount === null) throw errors.missingField('amount');
+  if (typeof body.amount !== 'number') throw errors.invalidField('amount', 'must be a number (INR)');
+  const parsed = parseInr(body.amount);
+  if (!parsed.ok) throw errors.invalidField('amount', parsed.rule);
+  if (parsed.micros === 0) throw errors.invalidField('amount', 'must be greater than 0');
+  return parsed.micros;
+}
+
+/** The `Idempotency-Key` header, or `reference` in the body; both given must agree. */
+function topupReference(body: JsonObject, header: string | string[] | undefined): string | undefined {
+  const fromBody = optionalString(body, 'reference', { max: 200 });
+  const fromHeader = typeof header === 'string' && header.trim() !== '' ? header.trim() : undefined;
+  if (fromHeader !== undefined && fromHeader.length > 200) throw errors.invalidField('Idempotency-Key', 'must be at most 200 characters');
+  if (fromBody !== undefined && fromHeader !== undefined && fromBody !== fromHeader) {
+    throw errors.invalidField('reference', 'must equal the Idempotency-Key header when both are given');
+  }
+  return fromHeader ?? fromBody;
+}

@@ -1,0 +1,86 @@
+import type { App } from '../../app.js';
+import { errors } from '../../core/errors.js';
+import { SseWriter } from '../../http/sse.js';
+import type { RequestContext, Route } from '../../http/server.js';
+import type { Router } from '../../http/router.js';
+import type { UsageFilter, UsageRecord } from '../../store/usage.js';
+import { requireManagementKey, type KeyPrincipal } from '../guards.js';
+import { presentUsage } from '../presenters.js';
+import { queryInt, queryOptionalInt, queryString, queryTime } from '../query.js';
+import { scopedAccount } from './access.js';
+
+const HEARTBEAT_MS = 15_000;
+
+/** The usage filter from the query (`account`, `key`, `model`, `since`, `until`); a user's key sees only its account. */
+function usageFilter(app: App, principal: KeyPrincipal, ctx: RequestContext): UsageFilter {
+  const filter: UsageFilter = { limit: queryInt(ctx.query, 'limit', 1, 1000, 100) };
+  const accountRef = queryString(ctx.query, 'account');
+  if (accountRef !== undefined) filter.accountId = scopedAccount(app, principal, accountRef).id;
+  else if (principal.account.role !== 'admin') filter.accountId = principal.account.id;
+  const key = queryString(ctx.query, 'key');
+  if (key !== undefined) filter.apiKeyId = key;
+  const model = queryString(ctx.query, 'model');
+  if (model !== undefined) filter.model = model;
+  const since = queryTime(ctx.query, 'since');
+  if (since !== undefined) filter.since = since;
+  const until = queryTime(ctx.query, 'until');
+  if (until !== undefined) filter.until = until;
+  if (since !== undefined && until !== undefined && until <= since) throw errors.invalidQuery('until', 'must be after since');
+  const before = queryOptionalInt(ctx.query, 'before');
+  if (before !== undefined) filter.before = before;
+  return filter;
+}
+
+function matches(filter: UsageFilter, record: UsageRecord): boolean {
+  return (
+    (filter.accountId === undefined || record.accountId === filter.accountId) &&
+    (filter.apiKeyId === undefined || record.apiKeyId === filter.apiKeyId) &&
+    (filter.model === undefined || record.model === filter.model)
+  );
+}
+
+/** Usage rows (newest first, paged by `before`) and the live SSE feed of new rows. */
+export function registerManagementUsageRoutes(router: Router<Route>, app: App): void {
+  router.add('GET', '/api/management/usage', {
+    handle: (ctx) => {
+      const principal = requireManagementKey(app, ctx);
+      const filter = usageFilter(app, principal, ctx);
+      const rows = app.usage.list(filter);
+      const last = rows.at(-1);
+      ctx.send(200, {
+        object: 'list',
+        data: rows.map(presentUsage),
+        has_more: rows.length === filter.limit,
+        next_before: rows.length === filter.limit && last ? last.id : null,
+      });
+    },
+  });
+
+  router.add('GET', '/api/management/usage/stream', {
+    handle: async (ctx) => {
+      const principal = requireManagementKey(app, ctx);
+      const filter = usageFilter(app, principal, ctx);
+      const sse = new SseWriter(ctx.res);
+      sse.open();
+      await sse.comment('usage stream open');
+      await new Promise<void>((resolve) => {
+        const unsubscribe = app.usage.subscribe((record) => {
+          if (matches(filter, record)) void sse.send(JSON.stringify(presentUsage(record)), 'usage');
+        });
+        const heartbeat = setInterval(() => void sse.comment('keep-alive'), HEARTBEAT_MS);
+        let finished = false;
+        const finish = (): void => {
+          if (finished) return;
+          finished = true;
+          clearInterval(heartbeat);
+          unsubscribe();
+          removeHook();
+          sse.end();
+          resolve();
+        };
+        const removeHook = app.lifecycle.onShutdown(finish);
+        ctx.res.once('close', finish);
+      });
+    },
+  });
+}

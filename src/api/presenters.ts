@@ -1,0 +1,114 @@
+import type { ModelConfig } from '../config/types.js';
+import { microsToInr } from '../core/money.js';
+import { toIso } from '../core/time.js';
+import type { Account } from '../store/accounts.js';
+import { keyStatus, type KeyRecord } from '../store/keys.js';
+import type { LedgerEntry } from '../store/ledger.js';
+import type { UsageRecord } from '../store/usage.js';
+
+/** JSON views of stored rows: INR numbers, ISO times, never a secret or a hash. */
+
+export function presentAccount(account: Account) {
+  return {
+    id: account.id,
+    email: account.email,
+    name: account.name,
+    role: account.role,
+    balance: microsToInr(account.balanceMicros),
+    created_at: toIso(account.createdAt),
+  };
+}
+
+export function presentKey(key: KeyRecord, now: number) {
+  const common = {
+    id: key.id,
+    object: key.kind === 'api' ? 'api_key' : 'management_key',
+    account_id: key.accountId,
+    name: key.name,
+    masked_key: key.maskedKey,
+  };
+  const limits =
+    key.kind === 'api'
+      ? {
+          rate_limit: key.rateLimit,
+          budget: key.budgetMicros === null ? null : microsToInr(key.budgetMicros),
+          spent: microsToInr(key.spentMicros),
+        }
+      : {};
+  return {
+    ...common,
+    ...limits,
+    status: keyStatus(key, now),
+    expires_at: toIso(key.expiresAt),
+    created_at: toIso(key.createdAt),
+    last_used_at: toIso(key.lastUsedAt),
+    revoked_at: toIso(key.revokedAt),
+  };
+}
+
+export function presentLedgerEntry(entry: LedgerEntry) {
+  return {
+    id: entry.id,
+    account_id: entry.accountId,
+    kind: entry.kind,
+    amount: microsToInr(entry.amountMicros),
+    balance_after: microsToInr(entry.balanceAfterMicros),
+    reference: entry.reference,
+    request_id: entry.requestId,
+    api_key_id: entry.apiKeyId,
+    note: entry.note,
+    created_by: entry.createdBy,
+    created_at: toIso(entry.createdAt),
+  };
+}
+
+export function presentUsage(record: UsageRecord) {
+  return {
+    id: record.id,
+    request_id: record.requestId,
+    account_id: record.accountId,
+    api_key_id: record.apiKeyId,
+    model: record.model,
+    provider: record.provider,
+    endpoint: record.endpoint,
+    stream: record.stream,
+    input_tokens: record.inputTokens,
+    output_tokens: record.outputTokens,
+    cache_read_tokens: record.cacheReadTokens,
+    cache_write_tokens: record.cacheWriteTokens,
+    cost: microsToInr(record.costMicros),
+    status: record.status,
+    error_type: record.errorType,
+    latency_ms: record.latencyMs,
+    created_at: toIso(record.createdAt),
+  };
+}
+
+/** The OpenAI `Model` object: exactly id, object, created, owned_by. */
+export function presentOpenAiModel(model: ModelConfig) {
+  return { id: model.id, object: 'model' as const, created: model.created, owned_by: model.provider };
+}
+
+/** The public catalog entry with INR prices per 1M tokens (or per unit for media models). */
+export function presentCatalogModel(model: ModelConfig) {
+  const p = model.pricing;
+  const price = (micros: number | undefined): number | null => (micros === undefined ? null : microsToInr(micros));
+  return {
+    id: model.id,
+    name: model.name,
+    provider: model.provider,
+    type: model.type,
+    context_window: model.contextWindow ?? null,
+    max_output_tokens: model.maxOutputTokens ?? null,
+    pricing: {
+      currency: 'INR',
+      input_per_1m: price(p.inputPer1M),
+      output_per_1m: price(p.outputPer1M),
+      cache_read_per_1m: price(p.cacheReadPer1M),
+      cache_write_per_1m: price(p.cacheWritePer1M),
+      input_per_1m_chars: price(p.inputPer1MChars),
+      per_minute: price(p.perMinute),
+      per_image: price(p.perImage),
+    },
+  };
+}

@@ -1,0 +1,50 @@
+import type { App } from '../app.js';
+import { GatewayError } from '../core/errors.js';
+import { checkReadiness } from '../core/health.js';
+import { microsToInr } from '../core/money.js';
+import type { Route } from '../http/server.js';
+import type { Router } from '../http/router.js';
+import { requireApiKey } from './guards.js';
+import { presentCatalogModel, presentOpenAiModel } from './presenters.js';
+
+/** Health, the model catalog (no auth) and the credits of an `sk-` key. */
+export function registerPublicRoutes(router: Router<Route>, app: App): void {
+  router.add('GET', '/health', { handle: (ctx) => ctx.send(200, { status: 'ok' }) });
+
+  router.add('GET', '/health/ready', {
+    handle: async (ctx) => {
+      const readiness = await checkReadiness(app.store, app.redis, app.lifecycle.shuttingDown);
+      ctx.send(readiness.ready ? 200 : 503, readiness.body);
+    },
+  });
+
+  // Built once: the catalog is frozen for the daemon's life.
+  const openAiList = { object: 'list', data: app.catalog.models.map(presentOpenAiModel) };
+  const catalogList = { object: 'list', data: app.catalog.models.map(presentCatalogModel) };
+
+  router.add('GET', '/v1/models', { handle: (ctx) => ctx.send(200, openAiList) });
+  router.add('GET', '/v1/models/*id', {
+    handle: (ctx) => {
+      const model = app.catalog.get(ctx.params.id as string);
+      if (!model) {
+        throw new GatewayError({
+          status: 404,
+          type: 'not_found_error',
+          code: 'model_not_found',
+          param: 'model',
+          message: `The model '${ctx.params.id}' does not exist: GET /v1/models lists the available models`,
+        });
+      }
+      ctx.send(200, presentOpenAiModel(model));
+    },
+  });
+  router.add('GET', '/api/models', { handle: (ctx) => ctx.send(200, catalogList) });
+
+  router.add('GET', '/v1/credits', {
+    handle: (ctx) => {
+      // The principal's account is read fresh from the store, so settled charges show at once.
+      const { account } = requireApiKey(app, ctx);
+      ctx.send(200, { balance: microsToInr(account.balanceMicros), currency: 'INR' });
+    },
+  });
+}

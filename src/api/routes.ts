@@ -1,0 +1,21 @@
+import type { App } from '../app.js';
+import { Router } from '../http/router.js';
+import type { Route } from '../http/server.js';
+import { registerAuthRoutes } from './auth.js';
+import { registerSessionKeyRoutes } from './keys.js';
+import { registerManagementAccountRoutes } from './management/accounts.js';
+import { registerManagementKeyRoutes } from './management/keys.js';
+import { registerManagementUsageRoutes } from './management/usage.js';
+import { registerPublicRoutes } from './public.js';
+
+/** Every public surface of the daemon. */
+export function buildRouter(app: App): Router<Route> {
+  const router = new Router<Route>();
+  registerPublicRoutes(router, app);
+  registerAuthRoutes(router, app);
+  registerSessionKeyRoutes(router, app);
+  registerManagementAccountRoutes(router, app);
+  registerManagementKeyRoutes(router, app);
+  registerManagementUsageRoutes(router, app);
+  return router;
+}

@@ -1,0 +1,90 @@
+import { request } from 'undici';
+
+/** HTTP client for the daemon's management API (and the public catalog). */
+
+export class CliError extends Error {
+  override name = 'CliError';
+  constructor(
+    message: string,
+    readonly status?: number,
+    readonly body?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+export interface ClientOptions {
+  url: string;
+  key?: string;
+}
+
+export type Query = Record<string, string | number | undefined>;
+
+export class ManagementClient {
+  constructor(private readonly options: ClientOptions) {}
+
+  get<T>(path: string, query?: Query): Promise<T> {
+    return this.call<T>('GET', path, { query });
+  }
+
+  post<T>(path: string, body: unknown, headers: Record<string, string> = {}): Promise<T> {
+    return this.call<T>('POST', path, { body, headers });
+  }
+
+  patch<T>(path: string, body: unknown): Promise<T> {
+    return this.call<T>('PATCH', path, { body });
+  }
+
+  delete<T>(path: string): Promise<T> {
+    return this.call<T>('DELETE', path, {});
+  }
+
+  /** Opens a long-lived GET (SSE) and returns the response body stream. */
+  async stream(path: string, query: Query, signal: AbortSignal): Promise<AsyncIterable<Buffer>> {
+    const response = await this.send('GET', path, { query, signal, headers: { accept: 'text/event-stream' } });
+    if (response.statusCode >= 400) throw await errorFrom(response.statusCode, await response.body.text());
+    return response.body;
+  }
+
+  private async call<T>(method: string, path: string, init: { query?: Query | undefined; body?: unknown; headers?: Record<string, string> }): Promise<T> {
+    const response = await this.send(method, path, init);
+    const text = await response.body.text();
+    if (response.statusCode >= 400) throw await errorFrom(response.statusCode, text);
+    try {
+      return JSON.parse(text) as T;
+    } catch {
+      throw new CliError(`the gateway answered ${response.statusCode} with a body that is not JSON`);
+    }
+  }
+
+  private async send(method: string, path: string, init: { query?: Query | undefined; body?: unknown; headers?: Record<string, string>; signal?: AbortSignal }) {
+    const url = new URL(path, this.options.url.endsWith('/') ? this.options.url : `${this.options.url}/`);
+    for (const [name, value] of Object.entries(init.query ?? {})) if (value !== undefined) url.searchParams.set(name, String(value));
+    const headers: Record<string, string> = { ...init.headers };
+    if (this.options.key) headers.authorization = `Bearer ${this.options.key}`;
+    if (init.body !== undefined) headers['content-type'] = 'application/json';
+    try {
+      return await request(url, {
+        method: method as 'GET',
+        headers,
+        body: init.body === undefined ? null : JSON.stringify(init.body),
+        signal: init.signal ?? null,
+      });
+    } catch (error) {
+      if ((error as Error).name === 'AbortError') throw error;
+      const code = (error as { code?: string }).code ?? (error as Error).message;
+      throw new CliError(`cannot reach the gateway at ${this.options.url} (${code}): is \`gateway serve\` running? (set --url or GATEWAY_URL)`);
+    }
+  }
+}
+
+async function errorFrom(status: number, text: string): Promise<CliError> {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return new CliError(`the gateway answered ${status}`, status);
+  }
+  const message = (body as { error?: { message?: unknown } }).error?.message;
+  return new CliError(typeof message === 'string' ? message : `the gateway answered ${status}`, status, body);
+}

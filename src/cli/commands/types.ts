@@ -1,0 +1,67 @@
+/** The JSON shapes the management API returns, as the CLI reads them. */
+
+export interface AccountView {
+  id: string;
+  email: string;
+  name: string;
+  role: 'admin' | 'user';
+  balance: number;
+  created_at: string;
+}
+
+export interface KeyView {
+  id: string;
+  object: 'api_key' | 'management_key';
+  account_id: string;
+  name: string;
+  masked_key: string;
+  rate_limit?: number;
+  budget?: number | null;
+  spent?: number;
+  status: string;
+  expires_at: string | null;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+  api_key?: string;
+  management_key?: string;
+}
+
+export interface LedgerView {
+  id: number;
+  kind: string;
+  amount: number;
+  balance_after: number;
+  reference: string | null;
+  note: string | null;
+  created_at: string;
+}
+
+export interface UsageView {
+  id: number;
+  request_id: string;
+  account_id: string;
+  api_key_id: string | null;
+  model: string;
+  endpoint: string;
+  input_tokens: number;
+  output_tokens: number;
+  cost: number;
+  status: number;
+  latency_ms: number;
+  created_at: string;
+}
+
+export interface CatalogModelView {
+  id: string;
+  name: string;
+  provider: string;
+  type: string;
+  context_window: number | null;
+  pricing: { input_per_1m: number | null; output_per_1m: number | null; per_image: number | null; per_minute: number | null; input_per_1m_chars: number | null };
+}
+
+export interface ListOf<T> {
+  object: 'list';
+  data: T[];
+}

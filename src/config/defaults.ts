@@ -1,0 +1,38 @@
+/**
+ * The embedded default configuration, in the same snake_case shape as the YAML file, so that
+ * it goes through the same interpolation and validation as a user's file. A user's file is
+ * merged over it: sections field by field, providers by name, models by id.
+ */
+
+export const DEFAULT_RAW_CONFIG = {
+  server: {
+    host: '127.0.0.1',
+    port: 8080,
+    max_body_size: '25mb',
+    shutdown_timeout: '10s',
+    trust_proxy: false,
+  },
+  database: { path: './data/gateway.db', busy_timeout: '5s' },
+  auth: {
+    session_ttl: '7d',
+    bcrypt_rounds: 10,
+    allow_signup: true,
+    cookie_secure: false,
+    login: { max_failures: 5, window: '15m' },
+  },
+  logging: { level: 'info' },
+  catalog: { path: 'builtin' },
+  providers: {
+    openai: { type: 'openai', base_url: 'https://api.openai.com/v1', api_key: '${OPENAI_API_KEY}' },
+    anthropic: { type: 'anthropic', base_url: 'https://api.anthropic.com', api_key: '${ANTHROPIC_API_KEY}' },
+    gemini: { type: 'gemini', base_url: 'https://generativelanguage.googleapis.com', api_key: '${GEMINI_API_KEY}' },
+    groq: { type: 'openai', base_url: 'https://api.groq.com/openai/v1', api_key: '${GROQ_API_KEY}' },
+    mistral: { type: 'openai', base_url: 'https://api.mistral.ai/v1', api_key: '${MISTRAL_API_KEY}' },
+    deepseek: { type: 'openai', base_url: 'https://api.deepseek.com/v1', api_key: '${DEEPSEEK_API_KEY}' },
+  },
+  models: [],
+} as const;
+
+export const DEFAULT_PROVIDER_TIMEOUTS = { connect: '10s', first_byte: '120s', idle: '60s' } as const;
+
+export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';

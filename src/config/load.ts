@@ -1,0 +1,280 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseDocument } from 'yaml';
+import { mergeModelEntries, parseModel, toSourcedEntries } from './catalog.js';
+import { DEFAULT_ANTHROPIC_VERSION, DEFAULT_PROVIDER_TIMEOUTS, DEFAULT_RAW_CONFIG } from './defaults.js';
+import {
+  isRecord,
+  Problems,
+  readBool,
+  readDuration,
+  readEnum,
+  parseDuration,
+  readInt,
+  readSection,
+  readSize,
+  readString,
+  readUrl,
+  type Raw,
+} from './fields.js';
+import { interpolateEnv } from './interpolate.js';
+import { PROVIDER_TYPES, type GatewayConfig, type ModelConfig, type ProviderConfig } from './types.js';
+
+/** YAML ► ${ENV} interpolation ► defaults ► validation with path-precise messages ► frozen object. */
+
+export class ConfigError extends Error {
+  constructor(
+    readonly source: string,
+    readonly problems: readonly string[],
+  ) {
+    super(`invalid configuration (${source}):\n${problems.map((line) => `  ${line}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+export const BUILTIN_CATALOG = resolve(PACKAGE_ROOT, 'config/models.yaml');
+/** `created` for catalog models that do not state one (the catalog's price date). */
+const CATALOG_CREATED = 1_763_683_200; // 2025-11-21T00:00:00Z
+
+export interface LoadOptions {
+  /** `--config FILE`; must exist when given. */
+  file?: string;
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+}
+
+/** Finds the config file: --config, then $GATEWAY_CONFIG, then ./gateway.yaml, else none. */
+export function resolveConfigFile(options: LoadOptions): string | undefined {
+  const env = options.env ?? process.env;
+  const cwd = options.cwd ?? process.cwd();
+  const explicit = options.file ?? (env.GATEWAY_CONFIG || undefined);
+  if (explicit) return resolve(cwd, explicit);
+  const local = resolve(cwd, 'gateway.yaml');
+  return existsSync(local) ? local : undefined;
+}
+
+export function loadConfig(options: LoadOptions = {}): GatewayConfig {
+  const env = options.env ?? process.env;
+  const cwd = options.cwd ?? process.cwd();
+  const file = resolveConfigFile(options);
+  let userRaw: unknown = {};
+  if (file) {
+    if (!existsSync(file)) throw new ConfigError(file, [`config file not found: ${file}`]);
+    userRaw = parseYamlFile(file);
+  }
+  return buildConfig(userRaw, { env, baseDir: file ? dirname(file) : cwd, source: file ?? 'built-in defaults' });
+}
+
+function parseYamlFile(file: string): unknown {
+  const text = readFileSync(file, 'utf8');
+  const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    throw new ConfigError(file, doc.errors.map((error) => `${file}:${error.linePos?.[0]?.line ?? '?'}: ${error.message.split('\n')[0]}`));
+  }
+  return doc.toJS() ?? {};
+}
+
+interface BuildOptions {
+  env: NodeJS.ProcessEnv;
+  baseDir: string;
+  source: string;
+}
+
+/** Validates a parsed (not yet interpolated) user config merged over the defaults. */
+export function buildConfig(userRaw: unknown, options: BuildOptions): GatewayConfig {
+  const topProblems = new Problems();
+  const top = readSection(userRaw, '', ['server', 'database', 'redis', 'auth', 'logging', 'catalog', 'providers', 'models'], topProblems);
+  if (topProblems.lines.length > 0 && !isRecord(userRaw)) throw new ConfigError(options.source, ['(root): must be a mapping']);
+
+  const merged = mergeWithDefaults(top);
+  const { value, unset } = interpolateEnv(merged, options.env);
+  const raw = value as Raw;
+  const problems = new Problems(unset);
+  problems.lines.push(...topProblems.lines);
+
+  const server = readSection(raw.server, 'server', ['host', 'port', 'max_body_size', 'shutdown_timeout', 'trust_proxy'], problems);
+  const database = readSection(raw.database, 'database', ['path', 'busy_timeout'], problems);
+  const redis = readSection(raw.redis, 'redis', ['url', 'key_prefix'], problems);
+  const auth = readSection(raw.auth, 'auth', ['jwt_secret', 'session_ttl', 'bcrypt_rounds', 'allow_signup', 'cookie_secure', 'login'], problems);
+  const login = readSection(auth.login, 'auth.login', ['max_failures', 'window'], problems);
+  const logging = readSection(raw.logging, 'logging', ['level'], problems);
+  const catalog = readSection(raw.catalog, 'catalog', ['path'], problems);
+
+  const dbPath = readString(database, 'path', 'database', problems, { required: true }) ?? '';
+  const redisUrl = readString(redis, 'url', 'redis', problems, { pattern: /^rediss?:\/\/\S+$/, rule: 'must be a redis:// or rediss:// URL' });
+  const jwtSecret = readString(auth, 'jwt_secret', 'auth', problems);
+  if (jwtSecret !== undefined && jwtSecret.length < 32) problems.add('auth.jwt_secret', 'must be at least 32 characters');
+
+  const providers = readProviders(raw.providers, problems);
+  const models = readModels(raw, catalog, new Set(Object.keys(providers)), options.baseDir, problems);
+
+  const config: GatewayConfig = {
+    server: {
+      host: readString(server, 'host', 'server', problems, { required: true }) ?? '127.0.0.1',
+      port: readInt(server, 'port', 'server', problems, 0, 65535, 8080),
+      maxBodyBytes: readSize(server, 'max_body_size', 'server', problems, 25 * 1024 * 1024, 1024, 512 * 1024 * 1024),
+      shutdownTimeoutMs: readDuration(server, 'shutdown_timeout', 'server', problems, 10_000, 0),
+      trustProxy: readBool(server, 'trust_proxy', 'server', problems, false),
+    },
+    database: {
+      path: dbPath === ':memory:' ? dbPath : resolve(options.baseDir, dbPath),
+      busyTimeoutMs: readDuration(database, 'busy_timeout', 'database', problems, 5000, 0),
+    },
+    auth: {
+      sessionTtlSeconds: Math.floor(readDuration(auth, 'session_ttl', 'auth', problems, 7 * 86_400_000, 60_000) / 1000),
+      bcryptRounds: readInt(auth, 'bcrypt_rounds', 'auth', problems, 4, 15, 10),
+      allowSignup: readBool(auth, 'allow_signup', 'auth', problems, true),
+      cookieSecure: readBool(auth, 'cookie_secure', 'auth', problems, false),
+      login: {
+        maxFailures: readInt(login, 'max_failures', 'auth.login', problems, 1, 1000, 5),
+        windowSeconds: Math.floor(readDuration(login, 'window', 'auth.login', problems, 900_000, 1000) / 1000),
+      },
+    },
+    logging: { level: readEnum(logging, 'level', 'logging', problems, ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info') },
+    providers,
+    models,
+    source: options.source,
+  };
+  if (jwtSecret !== undefined) config.auth.jwtSecret = jwtSecret;
+  if (redisUrl !== undefined) {
+    config.redis = { url: redisUrl, keyPrefix: readString(redis, 'key_prefix', 'redis', problems) ?? 'gateway:' };
+  }
+  if (problems.lines.length > 0) throw new ConfigError(options.source, problems.lines);
+  return deepFreeze(config);
+}
+
+/** Sections merge field by field over the defaults; providers by name; models are kept for the catalog merge. */
+function mergeWithDefaults(user: Raw): Raw {
+  const defaults = DEFAULT_RAW_CONFIG as unknown as Raw;
+  const out: Raw = {};
+  for (const key of ['server', 'database', 'auth', 'logging', 'catalog']) {
+    const base = defaults[key] as Raw;
+    const mine = user[key];
+    out[key] = isRecord(mine) ? { ...base, ...mine } : mine === undefined || mine === null ? base : mine;
+  }
+  const auth = out.auth;
+  if (isRecord(auth) && isRecord(user.auth) && isRecord(user.auth.login)) {
+    auth.login = { ...(defaults.auth as Raw).login as Raw, ...user.auth.login };
+  }
+  if (user.redis !== undefined) out.redis = user.redis;
+  const providers = user.providers;
+  if (isRecord(providers)) {
+    const base = defaults.providers as Raw;
+    const mergedProviders: Raw = { ...base };
+    for (const [name, entry] of Object.entries(providers)) {
+      mergedProviders[name] = isRecord(entry) && isRecord(base[name]) ? { ...(base[name] as Raw), ...entry } : entry;
+    }
+    out.providers = mergedProviders;
+  } else {
+    out.providers = providers === undefined || providers === null ? defaults.providers : providers;
+  }
+  out.models = user.models;
+  return out;
+}
+
+const PROVIDER_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+const PROVIDER_KEYS = ['type', 'base_url', 'api_key', 'headers', 'timeouts', 'anthropic_version'];
+
+function readProviders(raw: unknown, problems: Problems): Record<string, ProviderConfig> {
+  const out: Record<string, ProviderConfig> = {};
+  if (!isRecord(raw)) {
+    problems.add('providers', 'must be a mapping of provider name to settings');
+    return out;
+  }
+  for (const [name, value] of Object.entries(raw)) {
+    const path = `providers.${name}`;
+    if (!PROVIDER_NAME.test(name)) {
+      problems.add(path, 'provider names must be lowercase letters, digits, - and _ (they prefix model ids)');
+      continue;
+    }
+    if (!isRecord(value)) {
+      problems.add(path, 'must be a mapping');
+      continue;
+    }
+    const entry = readSection(value, path, PROVIDER_KEYS, problems);
+    const type = readString(entry, 'type', path, problems, { required: true });
+    if (type !== undefined && !(PROVIDER_TYPES as readonly string[]).includes(type)) {
+      problems.add(`${path}.type`, `must be one of: ${PROVIDER_TYPES.join(', ')} (openai covers every OpenAI-compatible vendor)`);
+    }
+    const baseUrl = readUrl(entry, 'base_url', path, problems, true);
+    const headers = readHeaders(entry.headers, `${path}.headers`, problems);
+    const timeouts = readSection(entry.timeouts, `${path}.timeouts`, ['connect', 'first_byte', 'idle'], problems);
+    const provider: ProviderConfig = {
+      name,
+      type: (type ?? 'openai') as ProviderConfig['type'],
+      baseUrl: baseUrl ?? '',
+      headers,
+      timeouts: {
+        connectMs: readDuration(timeouts, 'connect', `${path}.timeouts`, problems, parseDuration(DEFAULT_PROVIDER_TIMEOUTS.connect) as number),
+        firstByteMs: readDuration(timeouts, 'first_byte', `${path}.timeouts`, problems, parseDuration(DEFAULT_PROVIDER_TIMEOUTS.first_byte) as number),
+        idleMs: readDuration(timeouts, 'idle', `${path}.timeouts`, problems, parseDuration(DEFAULT_PROVIDER_TIMEOUTS.idle) as number),
+      },
+    };
+    const apiKey = readString(entry, 'api_key', path, problems);
+    if (apiKey !== undefined) provider.apiKey = apiKey;
+    else {
+      // Name the variable the key was meant to come from, for the 503 a call to this provider gets.
+      const variable = problems.unsetVariables(`${path}.api_key`)?.[0];
+      if (variable !== undefined) provider.apiKeyEnv = variable;
+    }
+    if (provider.type === 'anthropic') {
+      provider.anthropicVersion = readString(entry, 'anthropic_version', path, problems) ?? DEFAULT_ANTHROPIC_VERSION;
+    } else if (entry.anthropic_version !== undefined) {
+      problems.add(`${path}.anthropic_version`, 'only applies to providers of type anthropic');
+    }
+    out[name] = provider;
+  }
+  return out;
+}
+
+function readHeaders(raw: unknown, path: string, problems: Problems): Record<string, string> {
+  if (raw === undefined || raw === null) return {};
+  if (!isRecord(raw)) {
+    problems.add(path, 'must be a mapping of header name to value');
+    return {};
+  }
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(raw)) {
+    if (!/^[A-Za-z0-9-]+$/.test(name)) problems.add(`${path}.${name}`, 'is not a valid header name');
+    else if (typeof value !== 'string') problems.add(`${path}.${name}`, 'must be a string');
+    else out[name.toLowerCase()] = value;
+  }
+  return out;
+}
+
+function readModels(raw: Raw, catalog: Raw, providerNames: ReadonlySet<string>, baseDir: string, problems: Problems): ModelConfig[] {
+  const catalogPath = readString(catalog, 'path', 'catalog', problems) ?? 'builtin';
+  let base: ReturnType<typeof toSourcedEntries> = [];
+  if (catalogPath !== 'none') {
+    const file = catalogPath === 'builtin' ? BUILTIN_CATALOG : isAbsolute(catalogPath) ? catalogPath : resolve(baseDir, catalogPath);
+    if (!existsSync(file)) problems.add('catalog.path', `file not found: ${file}`);
+    else {
+      try {
+        const doc = parseYamlFile(file);
+        const models = isRecord(doc) ? doc.models : undefined;
+        base = toSourcedEntries(models, `${file}: models`, problems);
+      } catch (error) {
+        if (error instanceof ConfigError) problems.lines.push(...error.problems);
+        else throw error;
+      }
+    }
+  }
+  const overrides = toSourcedEntries(raw.models, 'models', problems);
+  const entries = mergeModelEntries(base, overrides, problems);
+  const models: ModelConfig[] = [];
+  for (const entry of entries) {
+    const model = parseModel(entry, providerNames, CATALOG_CREATED, problems);
+    if (model) models.push(model);
+  }
+  return models;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
+}

@@ -1,0 +1,87 @@
+/** The validated, frozen configuration every part of the daemon reads. */
+
+export type ProviderType = 'openai' | 'anthropic' | 'gemini';
+export const PROVIDER_TYPES: readonly ProviderType[] = ['openai', 'anthropic', 'gemini'];
+
+export type ModelType = 'chat' | 'embedding' | 'speech' | 'transcription' | 'image';
+export const MODEL_TYPES: readonly ModelType[] = ['chat', 'embedding', 'speech', 'transcription', 'image'];
+
+export interface ProviderTimeouts {
+  /** TCP/TLS connect. */
+  connectMs: number;
+  /** From request sent to the first response byte (headers). */
+  firstByteMs: number;
+  /** Longest silence between two body chunks of a streaming response. */
+  idleMs: number;
+}
+
+export interface ProviderConfig {
+  name: string;
+  type: ProviderType;
+  baseUrl: string;
+  /** Absent when the config names no key or the variable it names is unset. */
+  apiKey?: string;
+  /** The environment variable the api_key came from, to name it when it is missing. */
+  apiKeyEnv?: string;
+  headers: Readonly<Record<string, string>>;
+  timeouts: ProviderTimeouts;
+  /** Anthropic only: the `anthropic-version` header sent upstream. */
+  anthropicVersion?: string;
+}
+
+/**
+ * Prices are integers in µINR per 1M units (tokens, characters), i.e. the INR price × 1e6.
+ * INR per 1M tokens is numerically µINR per token, so cost_µINR = ceil(units × price / 1e6).
+ */
+export interface ModelPricing {
+  inputPer1M: number;
+  outputPer1M: number;
+  cacheReadPer1M?: number;
+  cacheWritePer1M?: number;
+  /** speech: per 1M input characters. */
+  inputPer1MChars?: number;
+  /** transcription: per minute of audio, µINR. */
+  perMinute?: number;
+  /** image: per generated image, µINR. */
+  perImage?: number;
+}
+
+export interface ModelConfig {
+  id: string;
+  name: string;
+  provider: string;
+  upstreamModel: string;
+  type: ModelType;
+  contextWindow?: number;
+  maxOutputTokens?: number;
+  pricing: ModelPricing;
+  /** Unix seconds, for the OpenAI list shape; defaults to the catalog's date. */
+  created: number;
+}
+
+export interface GatewayConfig {
+  server: {
+    host: string;
+    port: number;
+    maxBodyBytes: number;
+    shutdownTimeoutMs: number;
+    /** Trust `x-forwarded-for` for the client address (only behind a proxy you run). */
+    trustProxy: boolean;
+  };
+  database: { path: string; busyTimeoutMs: number };
+  redis?: { url: string; keyPrefix: string };
+  auth: {
+    /** Absent: generated once and kept next to the database. */
+    jwtSecret?: string;
+    sessionTtlSeconds: number;
+    bcryptRounds: number;
+    allowSignup: boolean;
+    cookieSecure: boolean;
+    login: { maxFailures: number; windowSeconds: number };
+  };
+  logging: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
+  providers: Readonly<Record<string, ProviderConfig>>;
+  models: readonly ModelConfig[];
+  /** Where the config came from, for messages: a file path or "built-in defaults". */
+  source: string;
+}

@@ -1,0 +1,64 @@
+import { errors } from '../errors.js';
+import { hashKey, isWellFormedKey, type KeyKind } from '../keys.js';
+import type { KeyRecord, KeysRepo } from '../../store/keys.js';
+
+/**
+ * Resolves a presented key to its record. Records are cached in memory by the key's SHA-256
+ * for a short time (the hot path does no avoidable I/O); this process's updates and
+ * revocations invalidate at once, other daemons' within `ttlMs`. Last-use times are kept in
+ * memory and written in batches.
+ */
+export class KeyAuthenticator {
+  private readonly cache = new Map<string, { record: KeyRecord; cachedAt: number }>();
+  private readonly lastUsed = new Map<string, number>();
+
+  constructor(
+    private readonly repo: KeysRepo,
+    private readonly ttlMs = 5000,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  get kind(): KeyKind {
+    return this.repo.kind;
+  }
+
+  /** Throws 401 for a malformed, unknown, revoked or expired key. */
+  authenticate(presented: string): KeyRecord {
+    if (!isWellFormedKey(this.repo.kind, presented)) throw this.invalid();
+    const hash = hashKey(presented);
+    const now = this.now();
+    let entry = this.cache.get(hash);
+    if (!entry || now - entry.cachedAt > this.ttlMs) {
+      const record = this.repo.byHash(hash);
+      if (!record) {
+        this.cache.delete(hash);
+        throw this.invalid();
+      }
+      entry = { record, cachedAt: now };
+      if (this.cache.size >= 50_000) this.cache.clear();
+      this.cache.set(hash, entry);
+    }
+    const record = entry.record;
+    if (record.revokedAt !== null) throw this.repo.kind === 'api' ? errors.revokedApiKey() : errors.invalidManagementKey();
+    if (record.expiresAt !== null && record.expiresAt <= now) throw this.repo.kind === 'api' ? errors.expiredApiKey() : errors.invalidManagementKey();
+    this.lastUsed.set(record.id, now);
+    return record;
+  }
+
+  /** Drops a key from the cache after it changed (by hash, which every record carries). */
+  invalidate(record: Pick<KeyRecord, 'keyHash'>): void {
+    this.cache.delete(record.keyHash);
+  }
+
+  /** Writes collected last-use times; called on a timer and at shutdown. */
+  flushLastUsed(): void {
+    if (this.lastUsed.size === 0) return;
+    const entries = [...this.lastUsed];
+    this.lastUsed.clear();
+    this.repo.touchMany(entries);
+  }
+
+  private invalid() {
+    return this.repo.kind === 'api' ? errors.invalidApiKey() : errors.invalidManagementKey();
+  }
+}

@@ -1,0 +1,194 @@
+/**
+ * One error class for the whole gateway, and every message string in one place.
+ * Each ingress renders a GatewayError as `{error: {message, type, code, param}}`.
+ */
+
+export type ErrorType =
+  | 'invalid_request_error'
+  | 'authentication_error'
+  | 'permission_error'
+  | 'not_found_error'
+  | 'method_not_allowed'
+  | 'conflict_error'
+  | 'request_too_large'
+  | 'unsupported_media_type'
+  | 'rate_limit_error'
+  | 'insufficient_credits'
+  | 'budget_exceeded'
+  | 'api_error'
+  | 'service_unavailable'
+  | 'upstream_error'
+  | 'timeout_error';
+
+export interface GatewayErrorInit {
+  status: number;
+  type: ErrorType;
+  code: string;
+  message: string;
+  param?: string | null;
+  retryable?: boolean;
+  headers?: Record<string, string>;
+  cause?: unknown;
+}
+
+export class GatewayError extends Error {
+  readonly status: number;
+  readonly type: ErrorType;
+  readonly code: string;
+  readonly param: string | null;
+  readonly retryable: boolean;
+  readonly headers: Record<string, string>;
+
+  constructor(init: GatewayErrorInit) {
+    super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
+    this.name = 'GatewayError';
+    this.status = init.status;
+    this.type = init.type;
+    this.code = init.code;
+    this.param = init.param ?? null;
+    this.retryable = init.retryable ?? false;
+    this.headers = init.headers ?? {};
+  }
+
+  toBody(): { error: { message: string; type: string; code: string; param: string | null } } {
+    return { error: { message: this.message, type: this.type, code: this.code, param: this.param } };
+  }
+}
+
+export function isGatewayError(value: unknown): value is GatewayError {
+  return value instanceof GatewayError;
+}
+
+const invalid = (param: string | null, code: string, message: string): GatewayError =>
+  new GatewayError({ status: 400, type: 'invalid_request_error', code, message, param });
+
+/** Factories: every user-visible error message lives here. */
+export const errors = {
+  // request shape
+  invalidJson: () => invalid(null, 'invalid_json', 'request body is not valid JSON'),
+  bodyNotObject: () => invalid(null, 'invalid_body', 'request body must be a JSON object'),
+  missingField: (field: string) => invalid(field, 'missing_field', `${field}: is required`),
+  invalidField: (field: string, rule: string) => invalid(field, 'invalid_field', `${field}: ${rule}`),
+  unknownField: (field: string, allowed: readonly string[]) =>
+    invalid(field, 'unknown_field', `${field}: unknown field (allowed: ${allowed.join(', ')})`),
+  invalidQuery: (field: string, rule: string) => invalid(field, 'invalid_query', `query parameter ${field}: ${rule}`),
+  bodyTooLarge: (limit: number) =>
+    new GatewayError({
+      status: 413,
+      type: 'request_too_large',
+      code: 'body_too_large',
+      message: `request body exceeds the limit of ${limit} bytes`,
+    }),
+  unsupportedMediaType: (expected: string) =>
+    new GatewayError({
+      status: 415,
+      type: 'unsupported_media_type',
+      code: 'unsupported_media_type',
+      message: `content-type must be ${expected}`,
+    }),
+
+  // routing
+  routeNotFound: (method: string, path: string) =>
+    new GatewayError({
+      status: 404,
+      type: 'not_found_error',
+      code: 'route_not_found',
+      message: `no route for ${method} ${path}`,
+    }),
+  methodNotAllowed: (method: string, path: string, allowed: readonly string[]) =>
+    new GatewayError({
+      status: 405,
+      type: 'method_not_allowed',
+      code: 'method_not_allowed',
+      message: `${method} is not allowed on ${path} (allowed: ${allowed.join(', ')})`,
+      headers: { allow: allowed.join(', ') },
+    }),
+  notFound: (what: string, id: string) =>
+    new GatewayError({ status: 404, type: 'not_found_error', code: `${what}_not_found`, message: `${what.replace(/_/g, ' ')} '${id}' not found` }),
+
+  // authentication and authorization
+  missingCredentials: (expected: string) =>
+    new GatewayError({
+      status: 401,
+      type: 'authentication_error',
+      code: 'missing_credentials',
+      message: `missing credentials: send ${expected}`,
+    }),
+  invalidApiKey: () =>
+    new GatewayError({ status: 401, type: 'authentication_error', code: 'invalid_api_key', message: 'invalid API key' }),
+  revokedApiKey: () =>
+    new GatewayError({ status: 401, type: 'authentication_error', code: 'revoked_api_key', message: 'this API key has been revoked' }),
+  expiredApiKey: () =>
+    new GatewayError({ status: 401, type: 'authentication_error', code: 'expired_api_key', message: 'this API key has expired' }),
+  invalidManagementKey: () =>
+    new GatewayError({
+      status: 401,
+      type: 'authentication_error',
+      code: 'invalid_management_key',
+      message: 'invalid management key',
+    }),
+  invalidSession: () =>
+    new GatewayError({
+      status: 401,
+      type: 'authentication_error',
+      code: 'invalid_session',
+      message: 'invalid or expired session token: log in again with POST /api/auth/login',
+    }),
+  managementKeyOnInference: () =>
+    new GatewayError({
+      status: 403,
+      type: 'permission_error',
+      code: 'management_key_not_allowed',
+      message: 'management keys cannot make inference calls: use an sk- API key',
+    }),
+  apiKeyOnManagement: () =>
+    new GatewayError({
+      status: 403,
+      type: 'permission_error',
+      code: 'api_key_not_allowed',
+      message: 'API keys cannot use the management API: use an akm- management key',
+    }),
+  keyOnSessionEndpoint: () =>
+    new GatewayError({
+      status: 403,
+      type: 'permission_error',
+      code: 'session_required',
+      message: 'this endpoint takes a session token (cookie token or Authorization: Bearer <jwt>), not an API key',
+    }),
+  adminOnly: () =>
+    new GatewayError({ status: 403, type: 'permission_error', code: 'admin_only', message: 'this operation needs an admin account' }),
+  badCredentials: () =>
+    new GatewayError({ status: 401, type: 'authentication_error', code: 'invalid_credentials', message: 'invalid email or password' }),
+  loginThrottled: (retryAfterSeconds: number) =>
+    new GatewayError({
+      status: 429,
+      type: 'rate_limit_error',
+      code: 'too_many_login_attempts',
+      message: `too many failed login attempts: try again in ${retryAfterSeconds} seconds`,
+      headers: { 'retry-after': String(retryAfterSeconds) },
+    }),
+  signupDisabled: () =>
+    new GatewayError({ status: 403, type: 'permission_error', code: 'signup_disabled', message: 'sign-up is disabled on this gateway' }),
+
+  // conflicts
+  emailTaken: (email: string) =>
+    new GatewayError({ status: 409, type: 'conflict_error', code: 'email_taken', message: `email '${email}' is already registered`, param: 'email' }),
+  keyRevoked: (id: string) =>
+    new GatewayError({ status: 409, type: 'conflict_error', code: 'key_revoked', message: `key '${id}' is revoked and cannot be changed` }),
+  idempotencyConflict: (reference: string) =>
+    new GatewayError({
+      status: 409,
+      type: 'conflict_error',
+      code: 'idempotency_conflict',
+      message: `idempotency key '${reference}' was already used for a different top-up`,
+      param: 'reference',
+    }),
+
+  // service state
+  notReady: (what: string) =>
+    new GatewayError({ status: 503, type: 'service_unavailable', code: 'not_ready', message: `${what} is not available` }),
+  shuttingDown: () =>
+    new GatewayError({ status: 503, type: 'service_unavailable', code: 'shutting_down', message: 'the gateway is shutting down' }),
+  internal: () =>
+    new GatewayError({ status: 500, type: 'api_error', code: 'internal_error', message: 'internal error' }),
+};

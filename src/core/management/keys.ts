@@ -1,0 +1,71 @@
+import { errors } from '../errors.js';
+import { generateKey, hashKey, maskKey, newId, type KeyKind } from '../keys.js';
+import type { KeyAuthenticator } from '../auth/key-auth.js';
+import type { KeyChanges, KeyRecord, KeysRepo } from '../../store/keys.js';
+import type { Store } from '../../store/store.js';
+
+export interface NewKeyInput {
+  name: string;
+  rateLimit?: number;
+  /** µINR; null or undefined = unlimited. */
+  budgetMicros?: number | null;
+  expiresAt?: number | null;
+}
+
+/** Issues, lists, updates and revokes `sk-` and `akm-` keys. */
+export class KeyService {
+  private readonly now: () => number;
+
+  constructor(
+    private readonly store: Store,
+    private readonly authenticators: Record<KeyKind, KeyAuthenticator>,
+    now?: () => number,
+  ) {
+    this.now = now ?? Date.now;
+  }
+
+  /** Returns the record and the secret, which is never available again. */
+  create(kind: KeyKind, accountId: string, input: NewKeyInput): { record: KeyRecord; secret: string } {
+    const secret = generateKey(kind);
+    const record = this.repo(kind).insert({
+      id: newId(kind === 'api' ? 'key' : 'mk'),
+      accountId,
+      name: input.name,
+      keyHash: hashKey(secret),
+      maskedKey: maskKey(secret),
+      rateLimit: input.rateLimit,
+      budgetMicros: input.budgetMicros ?? null,
+      expiresAt: input.expiresAt ?? null,
+      now: this.now(),
+    });
+    return { record, secret };
+  }
+
+  list(kind: KeyKind, accountId: string): KeyRecord[] {
+    return this.repo(kind).listByAccount(accountId);
+  }
+
+  /** A key by id; 404 when it does not exist or `visible` says the caller may not see it. */
+  get(kind: KeyKind, id: string, visible: (record: KeyRecord) => boolean = () => true): KeyRecord {
+    const record = this.repo(kind).byId(id);
+    if (!record || !visible(record)) throw errors.notFound(kind === 'api' ? 'api_key' : 'management_key', id);
+    return record;
+  }
+
+  update(record: KeyRecord, changes: KeyChanges): KeyRecord {
+    if (record.revokedAt !== null) throw errors.keyRevoked(record.id);
+    const updated = this.repo(record.kind).update(record.id, changes) as KeyRecord;
+    this.authenticators[record.kind].invalidate(record);
+    return updated;
+  }
+
+  revoke(record: KeyRecord): KeyRecord {
+    const revoked = this.repo(record.kind).revoke(record.id, this.now()) as KeyRecord;
+    this.authenticators[record.kind].invalidate(record);
+    return revoked;
+  }
+
+  private repo(kind: KeyKind): KeysRepo {
+    return kind === 'api' ? this.store.apiKeys : this.store.managementKeys;
+  }
+}

@@ -1,0 +1,30 @@
+import { EventEmitter } from 'node:events';
+import type { UsageFilter, UsageRecord } from '../../store/usage.js';
+import type { Store } from '../../store/store.js';
+
+export type UsageListener = (record: UsageRecord) => void;
+
+/**
+ * Usage rows and the live feed of them. `publish` is called once a call's usage row is
+ * committed; listeners (the SSE usage stream, `gateway usage tail`) get it at once.
+ */
+export class UsageService {
+  private readonly feed = new EventEmitter();
+
+  constructor(private readonly store: Store) {
+    this.feed.setMaxListeners(0);
+  }
+
+  list(filter: UsageFilter): UsageRecord[] {
+    return this.store.usage.list(filter);
+  }
+
+  publish(record: UsageRecord): void {
+    this.feed.emit('usage', record);
+  }
+
+  subscribe(listener: UsageListener): () => void {
+    this.feed.on('usage', listener);
+    return () => this.feed.off('usage', listener);
+  }
+}

@@ -1,0 +1,41 @@
+import type { IncomingMessage } from 'node:http';
+import { errors } from '../core/errors.js';
+
+/**
+ * Reads a request body into memory up to `limit` bytes: 413 as soon as the declared length
+ * or the bytes received pass it (without buffering the rest).
+ */
+export async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) {
+    req.resume();
+    throw errors.bodyTooLarge(limit);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) {
+      req.resume();
+      throw errors.bodyTooLarge(limit);
+    }
+    chunks.push(chunk);
+  }
+  return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
+}
+
+/**
+ * Reads and parses a JSON body. Any content type but multipart/form-data is tried as JSON
+ * (curl -d sends application/x-www-form-urlencoded by default). An empty body is `undefined`.
+ */
+export async function readJson(req: IncomingMessage, limit: number): Promise<unknown> {
+  const type = req.headers['content-type'] ?? '';
+  if (type.startsWith('multipart/form-data')) throw errors.unsupportedMediaType('application/json');
+  const body = await readBody(req, limit);
+  if (body.length === 0) return undefined;
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    throw errors.invalidJson();
+  }
+}

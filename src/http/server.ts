@@ -1,0 +1,125 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { errors, GatewayError, isGatewayError } from '../core/errors.js';
+import { readJson } from './body.js';
+import { sendError, sendJson } from './respond.js';
+import type { Router } from './router.js';
+
+export interface RequestContext {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly requestId: string;
+  readonly method: string;
+  readonly path: string;
+  readonly query: URLSearchParams;
+  readonly params: Record<string, string>;
+  readonly clientIp: string;
+  /** Extra fields for this request's access-log line (account id, key id); never secrets. */
+  readonly logFields: Record<string, string | number | boolean>;
+  /** The parsed JSON body (413 past the size limit, 400 when it is not JSON). */
+  json(): Promise<unknown>;
+  send(status: number, body: unknown, headers?: Record<string, string | string[]>): void;
+}
+
+export type Handler = (ctx: RequestContext) => Promise<void> | void;
+
+export interface Route {
+  handle: Handler;
+  /** Extra top-level fields of the error body (the messages format adds `type: "error"`). */
+  errorBody?: Record<string, unknown>;
+}
+
+export interface HttpServerOptions {
+  router: Router<Route>;
+  logger: Logger;
+  maxBodyBytes: number;
+  trustProxy: boolean;
+  isShuttingDown: () => boolean;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** node:http server: request ids, routing, JSON bodies, one error envelope, an access log line. */
+export function createHttpServer(options: HttpServerOptions): Server {
+  const { router, logger } = options;
+  const server = createServer({ keepAliveTimeout: 65_000, headersTimeout: 60_000, requestTimeout: 0 }, (req, res) => {
+    void handle(req, res);
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const started = performance.now();
+    const incomingId = req.headers['x-request-id'];
+    const requestId = typeof incomingId === 'string' && REQUEST_ID.test(incomingId) ? incomingId : `req_${randomUUID().replace(/-/g, '')}`;
+    res.setHeader('x-request-id', requestId);
+    const method = req.method ?? 'GET';
+    const url = req.url ?? '/';
+    const queryStart = url.indexOf('?');
+    const path = queryStart === -1 ? url : url.slice(0, queryStart);
+    const logFields: Record<string, string | number | boolean> = {};
+
+    res.once('close', () => {
+      logger.info(
+        { req_id: requestId, method, path, status: res.statusCode, ms: Math.round((performance.now() - started) * 10) / 10, aborted: !res.writableFinished || undefined, ...logFields },
+        'request',
+      );
+    });
+
+    let route: Route | undefined;
+    try {
+      if (options.isShuttingDown()) {
+        res.setHeader('connection', 'close');
+        throw errors.shuttingDown();
+      }
+      const match = router.match(method, path);
+      if (match.kind === 'not_found') throw errors.routeNotFound(method, path);
+      if (match.kind === 'method_not_allowed') throw errors.methodNotAllowed(method, path, match.allowed);
+      route = match.handler;
+      const ctx: RequestContext = {
+        req,
+        res,
+        requestId,
+        method,
+        path,
+        query: new URLSearchParams(queryStart === -1 ? '' : url.slice(queryStart + 1)),
+        params: match.params,
+        clientIp: clientAddress(req, options.trustProxy),
+        logFields,
+        json: () => readJson(req, options.maxBodyBytes),
+        send: (status, body, headers) => sendJson(res, status, body, headers),
+      };
+      await route.handle(ctx);
+    } catch (error) {
+      const gatewayError = toGatewayError(error);
+      if (!isGatewayError(error)) logger.error({ req_id: requestId, err: error }, 'unhandled error');
+      logFields.error = gatewayError.code;
+      if (res.headersSent) {
+        if (!res.writableEnded) res.end();
+        return;
+      }
+      // An unread request body would otherwise hold up the next request on this connection.
+      if (!req.complete && hasBody(req)) res.setHeader('connection', 'close');
+      sendError(res, gatewayError, route?.errorBody);
+    }
+  }
+
+  return server;
+}
+
+export function toGatewayError(error: unknown): GatewayError {
+  return isGatewayError(error) ? error : errors.internal();
+}
+
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
+}
+
+function clientAddress(req: IncomingMessage, trustProxy: boolean): string {
+  if (trustProxy) {
+    const forwarded = req.headers['x-forwarded-for'];
+    const first = (Array.isArray(forwarded) ? forwarded[0] : forwarded)?.split(',')[0]?.trim();
+    if (first) return first;
+  }
+  return req.socket.remoteAddress ?? 'unknown';
+}

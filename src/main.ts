@@ -1,0 +1,100 @@
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import pino, { type Logger } from 'pino';
+import { createApp, type App } from './app.js';
+import { buildRouter } from './api/routes.js';
+import type { GatewayConfig } from './config/types.js';
+import { createHttpServer } from './http/server.js';
+import { connectRedis, createRedis } from './store/redis.js';
+import { Store } from './store/store.js';
+
+export interface RunningGateway {
+  app: App;
+  server: Server;
+  /** `http://host:port`, with the port actually bound (config port 0 picks a free one). */
+  url: string;
+  /** Graceful stop: refuse new requests, let in-flight ones finish, close the store. */
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  logger?: Logger;
+  /** Overrides config.server.port (tests pass 0). */
+  port?: number;
+}
+
+const LAST_USED_FLUSH_MS = 5000;
+
+/** load config ► open store and Redis ► build app ► listen. Signals are the caller's (the CLI's). */
+export async function startGateway(config: GatewayConfig, options: StartOptions = {}): Promise<RunningGateway> {
+  const logger = options.logger ?? pino({ level: config.logging.level, base: { service: 'llm-gateway' } });
+  const store = Store.open(config.database.path, { busyTimeoutMs: config.database.busyTimeoutMs });
+  let redis: ReturnType<typeof createRedis> | undefined;
+  if (config.redis) {
+    let lastError = '';
+    redis = createRedis(config.redis.url, (error) => {
+      // ioredis repeats the same error on every reconnect attempt; log it once per change.
+      if (error.message !== lastError) logger.warn({ err: { message: error.message } }, 'redis error');
+      lastError = error.message;
+    });
+    redis.on('ready', () => {
+      lastError = '';
+      logger.info('redis connected');
+    });
+    if (!(await connectRedis(redis, 3000))) logger.warn('redis is not reachable yet; /health/ready reports not_ready until it is');
+  }
+
+  const app = createApp(config, store, redis, logger);
+  const server = createHttpServer({
+    router: buildRouter(app),
+    logger,
+    maxBodyBytes: config.server.maxBodyBytes,
+    trustProxy: config.server.trustProxy,
+    isShuttingDown: () => app.lifecycle.shuttingDown,
+  });
+  const flushTimer = setInterval(() => flushLastUsed(app), LAST_USED_FLUSH_MS);
+  flushTimer.unref();
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? config.server.port, config.server.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = `http://${host}:${address.port}`;
+  logger.info({ url, config: config.source, database: config.database.path, redis: config.redis ? 'enabled' : 'disabled', models: config.models.length }, 'gateway listening');
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      app.lifecycle.beginShutdown();
+      clearInterval(flushTimer);
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), config.server.shutdownTimeoutMs).unref());
+      if ((await Promise.race([closed, timeout])) === 'timeout') {
+        logger.warn('shutdown timeout: closing the remaining connections');
+        server.closeAllConnections();
+        await closed;
+      }
+      flushLastUsed(app);
+      if (redis) await redis.quit().catch(() => redis?.disconnect());
+      store.close();
+      logger.info('gateway stopped');
+    })();
+    return closing;
+  };
+  return { app, server, url, close };
+}
+
+function flushLastUsed(app: App): void {
+  try {
+    app.keyAuth.api.flushLastUsed();
+    app.keyAuth.management.flushLastUsed();
+  } catch (error) {
+    app.logger.error({ err: error }, 'could not record key last-use times');
+  }
+}

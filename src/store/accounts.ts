@@ -1,0 +1,83 @@
+import type { Db } from './db.js';
+
+export type Role = 'admin' | 'user';
+
+export interface Account {
+  id: string;
+  email: string;
+  name: string;
+  passwordHash: string | null;
+  role: Role;
+  balanceMicros: number;
+  createdAt: number;
+  updatedAt: number;
+}
+
+interface AccountRow {
+  id: string;
+  email: string;
+  name: string;
+  password_hash: string | null;
+  role: Role;
+  balance_micros: number;
+  created_at: number;
+  updated_at: number;
+}
+
+const toAccount = (row: AccountRow): Account => ({
+  id: row.id,
+  email: row.email,
+  name: row.name,
+  passwordHash: row.password_hash,
+  role: row.role,
+  balanceMicros: row.balance_micros,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+});
+
+export class AccountsRepo {
+  private readonly insertStmt;
+  private readonly byIdStmt;
+  private readonly byEmailStmt;
+  private readonly listStmt;
+  private readonly countAdminsStmt;
+
+  constructor(db: Db) {
+    this.insertStmt = db.prepare(
+      `INSERT INTO accounts (id, email, name, password_hash, role, balance_micros, created_at, updated_at)
+       VALUES (@id, @email, @name, @password_hash, @role, 0, @now, @now)`,
+    );
+    this.byIdStmt = db.prepare('SELECT * FROM accounts WHERE id = ?');
+    this.byEmailStmt = db.prepare('SELECT * FROM accounts WHERE email = ?');
+    this.listStmt = db.prepare('SELECT * FROM accounts ORDER BY created_at, id LIMIT ? OFFSET ?');
+    this.countAdminsStmt = db.prepare("SELECT count(*) AS n FROM accounts WHERE role = 'admin'");
+  }
+
+  /** Inserts an account; throws SQLITE_CONSTRAINT_UNIQUE when the email is taken. */
+  insert(input: { id: string; email: string; name: string; passwordHash: string | null; role: Role; now: number }): Account {
+    this.insertStmt.run({ id: input.id, email: input.email, name: input.name, password_hash: input.passwordHash, role: input.role, now: input.now });
+    return this.byId(input.id) as Account;
+  }
+
+  byId(id: string): Account | undefined {
+    const row = this.byIdStmt.get(id) as AccountRow | undefined;
+    return row && toAccount(row);
+  }
+
+  byEmail(email: string): Account | undefined {
+    const row = this.byEmailStmt.get(email) as AccountRow | undefined;
+    return row && toAccount(row);
+  }
+
+  list(limit: number, offset: number): Account[] {
+    return (this.listStmt.all(limit, offset) as AccountRow[]).map(toAccount);
+  }
+
+  countAdmins(): number {
+    return (this.countAdminsStmt.get() as { n: number }).n;
+  }
+}
+
+export function isUniqueViolation(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE';
+}

@@ -1,0 +1,65 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import { MIGRATIONS, type Migration } from './migrations.js';
+
+export type Db = Database.Database;
+
+export class MigrationError extends Error {
+  override name = 'MigrationError';
+}
+
+export interface OpenOptions {
+  busyTimeoutMs?: number;
+  migrations?: readonly Migration[];
+}
+
+/**
+ * Opens (creating if needed) the SQLite file with WAL, foreign keys and a busy timeout,
+ * then applies pending migrations. SQLite is the source of truth; the daemon its only writer.
+ */
+export function openDatabase(path: string, options: OpenOptions = {}): Db {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const db = new Database(path);
+  try {
+    db.pragma('journal_mode = WAL');
+    db.pragma('foreign_keys = ON');
+    db.pragma(`busy_timeout = ${Math.trunc(options.busyTimeoutMs ?? 5000)}`);
+    // WAL + NORMAL is durable across process crashes; only an OS crash can lose the last commits.
+    db.pragma('synchronous = NORMAL');
+    migrate(db, options.migrations ?? MIGRATIONS);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+  return db;
+}
+
+export function schemaVersion(db: Db): number {
+  const row = db.prepare('SELECT max(version) AS version FROM schema_migrations').get() as { version: number | null };
+  return row.version ?? 0;
+}
+
+/** Applies each migration newer than the file's version, each in its own transaction. */
+export function migrate(db: Db, migrations: readonly Migration[]): { applied: number[] } {
+  db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`);
+  const current = schemaVersion(db);
+  const latest = migrations.at(-1)?.version ?? 0;
+  if (current > latest) {
+    throw new MigrationError(
+      `database schema version ${current} is newer than this gateway knows (${latest}): upgrade the gateway or use another database file`,
+    );
+  }
+  const applied: number[] = [];
+  const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
+  for (const migration of migrations) {
+    if (migration.version <= current) continue;
+    db.transaction(() => {
+      db.exec(migration.sql);
+      record.run(migration.version, migration.name, Date.now());
+    })();
+    applied.push(migration.version);
+  }
+  return { applied };
+}

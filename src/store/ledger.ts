@@ -1,0 +1,187 @@
+import type { Db } from './db.js';
+
+export type LedgerKind = 'topup' | 'charge' | 'refund';
+
+export interface LedgerEntry {
+  id: number;
+  accountId: string;
+  kind: LedgerKind;
+  /** Signed µINR: positive for top-ups and refunds, negative (or 0) for charges. */
+  amountMicros: number;
+  balanceAfterMicros: number;
+  reference: string | null;
+  requestId: string | null;
+  apiKeyId: string | null;
+  note: string | null;
+  createdBy: string | null;
+  createdAt: number;
+}
+
+interface LedgerRow {
+  id: number;
+  account_id: string;
+  kind: LedgerKind;
+  amount_micros: number;
+  balance_after_micros: number;
+  reference: string | null;
+  request_id: string | null;
+  api_key_id: string | null;
+  note: string | null;
+  created_by: string | null;
+  created_at: number;
+}
+
+const toEntry = (row: LedgerRow): LedgerEntry => ({
+  id: row.id,
+  accountId: row.account_id,
+  kind: row.kind,
+  amountMicros: row.amount_micros,
+  balanceAfterMicros: row.balance_after_micros,
+  reference: row.reference,
+  requestId: row.request_id,
+  apiKeyId: row.api_key_id,
+  note: row.note,
+  createdBy: row.created_by,
+  createdAt: row.created_at,
+});
+
+export interface CreditInput {
+  accountId: string;
+  amountMicros: number;
+  reference?: string | null;
+  note?: string | null;
+  createdBy?: string | null;
+  now: number;
+}
+
+export interface ChargeInput {
+  accountId: string;
+  amountMicros: number;
+  requestId: string;
+  apiKeyId?: string | null;
+  now: number;
+}
+
+/**
+ * The wallet: an append-only ledger (triggers refuse UPDATE and DELETE) plus the account's
+ * balance, both written in one transaction, so the balance always equals the ledger's sum.
+ * Callers that must combine a charge with other writes (the usage row) call these inside
+ * their own `db.transaction`; better-sqlite3 nests it as a savepoint.
+ */
+export class LedgerRepo {
+  private readonly insertStmt;
+  private readonly applyStmt;
+  private readonly byReferenceStmt;
+  private readonly byChargeRequestStmt;
+  private readonly listStmt;
+  private readonly listBeforeStmt;
+  private readonly sumStmt;
+  private readonly spendStmt;
+
+  constructor(private readonly db: Db) {
+    this.insertStmt = db.prepare(
+      `INSERT INTO ledger (account_id, kind, amount_micros, balance_after_micros, reference, request_id, api_key_id, note, created_by, created_at)
+       VALUES (@account_id, @kind, @amount, @balance_after, @reference, @request_id, @api_key_id, @note, @created_by, @now)`,
+    );
+    this.applyStmt = db.prepare(
+      'UPDATE accounts SET balance_micros = balance_micros + @amount, updated_at = @now WHERE id = @account_id RETURNING balance_micros',
+    );
+    this.byReferenceStmt = db.prepare('SELECT * FROM ledger WHERE account_id = ? AND kind = ? AND reference = ?');
+    this.byChargeRequestStmt = db.prepare("SELECT * FROM ledger WHERE request_id = ? AND kind = 'charge'");
+    this.listStmt = db.prepare('SELECT * FROM ledger WHERE account_id = ? ORDER BY id DESC LIMIT ?');
+    this.listBeforeStmt = db.prepare('SELECT * FROM ledger WHERE account_id = ? AND id < ? ORDER BY id DESC LIMIT ?');
+    this.sumStmt = db.prepare('SELECT coalesce(sum(amount_micros), 0) AS total FROM ledger WHERE account_id = ?');
+    this.spendStmt = db.prepare('UPDATE api_keys SET spent_micros = spent_micros + ? WHERE id = ?');
+  }
+
+  /**
+   * Adds money. With a reference, a second call with the same reference returns the first
+   * entry instead of applying again (`replayed: true`); the caller checks the amounts match.
+   */
+  credit(kind: 'topup' | 'refund', input: CreditInput): { entry: LedgerEntry; replayed: boolean } {
+    if (!Number.isSafeInteger(input.amountMicros) || input.amountMicros <= 0) throw new RangeError('credit amount must be a positive integer of µINR');
+    return this.db.transaction(() => {
+      if (input.reference) {
+        const existing = this.byReferenceStmt.get(input.accountId, kind, input.reference) as LedgerRow | undefined;
+        if (existing) return { entry: toEntry(existing), replayed: true };
+      }
+      const entry = this.append(kind, input.accountId, input.amountMicros, {
+        reference: input.reference ?? null,
+        note: input.note ?? null,
+        created_by: input.createdBy ?? null,
+        request_id: null,
+        api_key_id: null,
+        now: input.now,
+      });
+      return { entry, replayed: false };
+    })();
+  }
+
+  /**
+   * Takes money for one request, at most once per request id (a second call returns the
+   * first entry). Also adds the amount to the key's `spent`.
+   */
+  charge(input: ChargeInput): { entry: LedgerEntry; replayed: boolean } {
+    if (!Number.isSafeInteger(input.amountMicros) || input.amountMicros < 0) throw new RangeError('charge amount must be a non-negative integer of µINR');
+    return this.db.transaction(() => {
+      const existing = this.byChargeRequestStmt.get(input.requestId) as LedgerRow | undefined;
+      if (existing) return { entry: toEntry(existing), replayed: true };
+      const entry = this.append('charge', input.accountId, -input.amountMicros, {
+        reference: null,
+        note: null,
+        created_by: null,
+        request_id: input.requestId,
+        api_key_id: input.apiKeyId ?? null,
+        now: input.now,
+      });
+      if (input.apiKeyId && input.amountMicros > 0) this.spendStmt.run(input.amountMicros, input.apiKeyId);
+      return { entry, replayed: false };
+    })();
+  }
+
+  byReference(accountId: string, kind: LedgerKind, reference: string): LedgerEntry | undefined {
+    const row = this.byReferenceStmt.get(accountId, kind, reference) as LedgerRow | undefined;
+    return row && toEntry(row);
+  }
+
+  /** Newest first; `before` is an entry id for paging. */
+  list(accountId: string, limit: number, before?: number): LedgerEntry[] {
+    const rows = before === undefined ? this.listStmt.all(accountId, limit) : this.listBeforeStmt.all(accountId, before, limit);
+    return (rows as LedgerRow[]).map(toEntry);
+  }
+
+  /** Sum of the account's ledger, for consistency checks against the stored balance. */
+  sum(accountId: string): number {
+    return (this.sumStmt.get(accountId) as { total: number }).total;
+  }
+
+  private append(kind: LedgerKind, accountId: string, amount: number, extra: Omit<LedgerRow, 'id' | 'account_id' | 'kind' | 'amount_micros' | 'balance_after_micros' | 'created_at'> & { now: number }): LedgerEntry {
+    const applied = this.applyStmt.get({ amount, now: extra.now, account_id: accountId }) as { balance_micros: number } | undefined;
+    if (!applied) throw new Error(`account ${accountId} does not exist`);
+    const result = this.insertStmt.run({
+      account_id: accountId,
+      kind,
+      amount,
+      balance_after: applied.balance_micros,
+      reference: extra.reference,
+      request_id: extra.request_id,
+      api_key_id: extra.api_key_id,
+      note: extra.note,
+      created_by: extra.created_by,
+      now: extra.now,
+    });
+    return {
+      id: Number(result.lastInsertRowid),
+      accountId,
+      kind,
+      amountMicros: amount,
+      balanceAfterMicros: applied.balance_micros,
+      reference: extra.reference,
+      requestId: extra.request_id,
+      apiKeyId: extra.api_key_id,
+      note: extra.note,
+      createdBy: extra.created_by,
+      createdAt: extra.now,
+    };
+  }
+}

@@ -1,0 +1,108 @@
+/**
+ * Versioned schema migrations, applied in order at start inside one transaction each.
+ * Never edit a released migration: add a new one. Times are integer milliseconds since the
+ * epoch; money is integer µINR.
+ */
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'accounts, keys, wallet ledger, usage',
+    sql: `
+CREATE TABLE accounts (
+  id             TEXT PRIMARY KEY,
+  email          TEXT NOT NULL UNIQUE COLLATE NOCASE,
+  name           TEXT NOT NULL,
+  password_hash  TEXT,
+  role           TEXT NOT NULL CHECK (role IN ('admin', 'user')),
+  balance_micros INTEGER NOT NULL DEFAULT 0,
+  created_at     INTEGER NOT NULL,
+  updated_at     INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE api_keys (
+  id            TEXT PRIMARY KEY,
+  account_id    TEXT NOT NULL REFERENCES accounts(id),
+  name          TEXT NOT NULL,
+  key_hash      TEXT NOT NULL UNIQUE,
+  masked_key    TEXT NOT NULL,
+  rate_limit    INTEGER NOT NULL CHECK (rate_limit BETWEEN 1 AND 10000),
+  budget_micros INTEGER CHECK (budget_micros IS NULL OR budget_micros > 0),
+  spent_micros  INTEGER NOT NULL DEFAULT 0 CHECK (spent_micros >= 0),
+  expires_at    INTEGER,
+  revoked_at    INTEGER,
+  last_used_at  INTEGER,
+  created_at    INTEGER NOT NULL
+) STRICT;
+CREATE INDEX api_keys_by_account ON api_keys(account_id, created_at);
+
+CREATE TABLE management_keys (
+  id           TEXT PRIMARY KEY,
+  account_id   TEXT NOT NULL REFERENCES accounts(id),
+  name         TEXT NOT NULL,
+  key_hash     TEXT NOT NULL UNIQUE,
+  masked_key   TEXT NOT NULL,
+  expires_at   INTEGER,
+  revoked_at   INTEGER,
+  last_used_at INTEGER,
+  created_at   INTEGER NOT NULL
+) STRICT;
+CREATE INDEX management_keys_by_account ON management_keys(account_id, created_at);
+
+-- Append-only: top-ups and refunds are positive, charges negative; balance_after is the
+-- account balance once the entry applied, written in the same transaction as the balance.
+CREATE TABLE ledger (
+  id                   INTEGER PRIMARY KEY AUTOINCREMENT,
+  account_id           TEXT NOT NULL REFERENCES accounts(id),
+  kind                 TEXT NOT NULL CHECK (kind IN ('topup', 'charge', 'refund')),
+  amount_micros        INTEGER NOT NULL,
+  balance_after_micros INTEGER NOT NULL,
+  reference            TEXT,
+  request_id           TEXT,
+  api_key_id           TEXT,
+  note                 TEXT,
+  created_by           TEXT,
+  created_at           INTEGER NOT NULL,
+  CHECK ((kind = 'charge' AND amount_micros <= 0) OR (kind <> 'charge' AND amount_micros > 0))
+) STRICT;
+CREATE INDEX ledger_by_account ON ledger(account_id, id);
+-- An idempotency reference applies once per account and kind.
+CREATE UNIQUE INDEX ledger_reference ON ledger(account_id, kind, reference) WHERE reference IS NOT NULL;
+-- A request is charged at most once.
+CREATE UNIQUE INDEX ledger_charge_request ON ledger(request_id) WHERE kind = 'charge' AND request_id IS NOT NULL;
+CREATE TRIGGER ledger_no_update BEFORE UPDATE ON ledger BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;
+CREATE TRIGGER ledger_no_delete BEFORE DELETE ON ledger BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;
+
+-- One row per inference call, written when the call settles.
+CREATE TABLE usage (
+  id                 INTEGER PRIMARY KEY AUTOINCREMENT,
+  request_id         TEXT NOT NULL UNIQUE,
+  account_id         TEXT NOT NULL REFERENCES accounts(id),
+  api_key_id         TEXT,
+  model              TEXT NOT NULL,
+  provider           TEXT NOT NULL,
+  endpoint           TEXT NOT NULL,
+  stream             INTEGER NOT NULL DEFAULT 0,
+  input_tokens       INTEGER NOT NULL DEFAULT 0,
+  output_tokens      INTEGER NOT NULL DEFAULT 0,
+  cache_read_tokens  INTEGER NOT NULL DEFAULT 0,
+  cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+  cost_micros        INTEGER NOT NULL DEFAULT 0,
+  status             INTEGER NOT NULL,
+  error_type         TEXT,
+  latency_ms         INTEGER NOT NULL,
+  created_at         INTEGER NOT NULL
+) STRICT;
+CREATE INDEX usage_by_account ON usage(account_id, created_at);
+CREATE INDEX usage_by_key ON usage(api_key_id, created_at);
+CREATE INDEX usage_by_model ON usage(model, created_at);
+CREATE INDEX usage_by_time ON usage(created_at);
+`,
+  },
+];

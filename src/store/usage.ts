@@ -1,0 +1,112 @@
+import type { Db } from './db.js';
+
+export interface UsageRecord {
+  id: number;
+  requestId: string;
+  accountId: string;
+  apiKeyId: string | null;
+  model: string;
+  provider: string;
+  endpoint: string;
+  stream: boolean;
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  costMicros: number;
+  status: number;
+  errorType: string | null;
+  latencyMs: number;
+  createdAt: number;
+}
+
+export type NewUsage = Omit<UsageRecord, 'id'>;
+
+interface UsageRow {
+  id: number;
+  request_id: string;
+  account_id: string;
+  api_key_id: string | null;
+  model: string;
+  provider: string;
+  endpoint: string;
+  stream: number;
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_tokens: number;
+  cache_write_tokens: number;
+  cost_micros: number;
+  status: number;
+  error_type: string | null;
+  latency_ms: number;
+  created_at: number;
+}
+
+const toRecord = (row: UsageRow): UsageRecord => ({
+  id: row.id,
+  requestId: row.request_id,
+  accountId: row.account_id,
+  apiKeyId: row.api_key_id,
+  model: row.model,
+  provider: row.provider,
+  endpoint: row.endpoint,
+  stream: row.stream === 1,
+  inputTokens: row.input_tokens,
+  outputTokens: row.output_tokens,
+  cacheReadTokens: row.cache_read_tokens,
+  cacheWriteTokens: row.cache_write_tokens,
+  costMicros: row.cost_micros,
+  status: row.status,
+  errorType: row.error_type,
+  latencyMs: row.latency_ms,
+  createdAt: row.created_at,
+});
+
+export interface UsageFilter {
+  accountId?: string;
+  apiKeyId?: string;
+  model?: string;
+  /** Inclusive lower bound, ms. */
+  since?: number;
+  /** Exclusive upper bound, ms. */
+  until?: number;
+  /** Rows with id below this (paging, newest first). */
+  before?: number;
+  limit: number;
+}
+
+export class UsageRepo {
+  private readonly insertStmt;
+
+  constructor(private readonly db: Db) {
+    this.insertStmt = db.prepare(
+      `INSERT INTO usage (request_id, account_id, api_key_id, model, provider, endpoint, stream, input_tokens, output_tokens,
+         cache_read_tokens, cache_write_tokens, cost_micros, status, error_type, latency_ms, created_at)
+       VALUES (@requestId, @accountId, @apiKeyId, @model, @provider, @endpoint, @stream, @inputTokens, @outputTokens,
+         @cacheReadTokens, @cacheWriteTokens, @costMicros, @status, @errorType, @latencyMs, @createdAt)`,
+    );
+  }
+
+  insert(usage: NewUsage): UsageRecord {
+    const result = this.insertStmt.run({ ...usage, stream: usage.stream ? 1 : 0 });
+    return { ...usage, id: Number(result.lastInsertRowid) };
+  }
+
+  /** Newest first. */
+  list(filter: UsageFilter): UsageRecord[] {
+    const where: string[] = [];
+    const params: Record<string, unknown> = { limit: filter.limit };
+    const add = (clause: string, name: string, value: unknown): void => {
+      where.push(clause);
+      params[name] = value;
+    };
+    if (filter.accountId !== undefined) add('account_id = @accountId', 'accountId', filter.accountId);
+    if (filter.apiKeyId !== undefined) add('api_key_id = @apiKeyId', 'apiKeyId', filter.apiKeyId);
+    if (filter.model !== undefined) add('model = @model', 'model', filter.model);
+    if (filter.since !== undefined) add('created_at >= @since', 'since', filter.since);
+    if (filter.until !== undefined) add('created_at < @until', 'until', filter.until);
+    if (filter.before !== undefined) add('id < @before', 'before', filter.before);
+    const sql = `SELECT * FROM usage ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT @limit`;
+    return (this.db.prepare(sql).all(params) as UsageRow[]).map(toRecord);
+  }
+}
