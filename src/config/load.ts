@@ -71,7 +71,14 @@ function parseYamlFile(file: string): unknown {
   const text = readFileSync(file, 'utf8');
   const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length > 0) {
-    throw new ConfigError(file, doc.errors.map((error) => `${file}:${error.linePos?.[0]?.line ?? '?'}: ${error.message.split('\n')[0]}`));
+    throw new ConfigError(
+      file,
+      doc.errors.map((error) => {
+        const at = error.linePos?.[0];
+        const message = (error.message.split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '');
+        return `${file}:${at ? `${at.line}:${at.col}` : '?'}: ${message}`;
+      }),
+    );
   }
   return doc.toJS() ?? {};
 }

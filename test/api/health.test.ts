@@ -1,0 +1,115 @@
+import t from 'tap';
+import { request } from 'undici';
+import { startTestGateway } from '../support/gateway.js';
+
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+t.test('health, readiness and the HTTP basics (no Redis)', async (t) => {
+  const gw = await startTestGateway();
+  t.teardown(() => gw.stop());
+
+  const health = await gw.http('GET', '/health');
+  t.equal(health.status, 200);
+  t.same(health.body, { status: 'ok' });
+  t.match(health.headers['x-request-id'], /^req_[0-9a-f]{32}$/);
+
+  const ready = await gw.http('GET', '/health/ready');
+  t.equal(ready.status, 200);
+  t.same(ready.body, { status: 'ready', db: 'ok', redis: 'disabled' });
+
+  const echoed = await gw.http('GET', '/health', { headers: { 'x-request-id': 'client-id-42' } });
+  t.equal(echoed.headers['x-request-id'], 'client-id-42', 'a sane incoming request id is kept');
+  const replaced = await gw.http('GET', '/health', { headers: { 'x-request-id': 'bad id with spaces' } });
+  t.match(replaced.headers['x-request-id'], /^req_/, 'an unsafe request id is replaced');
+
+  for (const path of ['/nope', '/v1/v1/messages', '/v1/v1/chat/completions', '/api']) {
+    const res = await gw.http('GET', path);
+    t.equal(res.status, 404, `${path} is 404`);
+    t.equal(res.body.error.type, 'not_found_error');
+    t.equal(typeof res.body.error.message, 'string');
+    t.equal(res.body.error.code, 'route_not_found');
+    t.ok(res.headers['x-request-id'], 'errors carry x-request-id too');
+  }
+
+  const wrong = await gw.http('POST', '/health');
+  t.equal(wrong.status, 405);
+  t.equal(wrong.headers.allow, 'GET');
+  t.equal(wrong.body.error.type, 'method_not_allowed');
+});
+
+t.test('body limits and malformed JSON', async (t) => {
+  const gw = await startTestGateway({ server: { max_body_size: '2kb' } });
+  t.teardown(() => gw.stop());
+
+  const big = await gw.http('POST', '/api/auth/signup', { raw: JSON.stringify({ email: 'a@b.co', name: 'x'.repeat(4000), password: 'password1' }), headers: { 'content-type': 'application/json' } });
+  t.equal(big.status, 413);
+  t.equal(big.body.error.type, 'request_too_large');
+  t.match(big.body.error.message, /2048 bytes/);
+
+  // Chunked upload without content-length: the limit applies to the bytes received.
+  const chunked = await request(`${gw.url}/api/auth/signup`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: (async function* () {
+      for (let i = 0; i < 10; i++) yield Buffer.alloc(512, 'a');
+    })(),
+  });
+  t.equal(chunked.statusCode, 413, 'chunked body past the limit is 413');
+  await chunked.body.text();
+
+  const broken = await gw.http('POST', '/api/auth/signup', { raw: '{"email": ', headers: { 'content-type': 'application/json' } });
+  t.equal(broken.status, 400);
+  t.equal(broken.body.error.code, 'invalid_json');
+
+  const notObject = await gw.http('POST', '/api/auth/signup', { body: [1, 2] });
+  t.equal(notObject.status, 400);
+  t.match(notObject.body.error.message, /JSON object/);
+
+  const empty = await gw.http('POST', '/api/auth/login');
+  t.equal(empty.status, 400, 'an empty body is a 400, not a 500');
+});
+
+t.test('readiness with the real Redis', async (t) => {
+  const gw = await startTestGateway({ redis: { url: REDIS_URL } });
+  t.teardown(() => gw.stop());
+  const ready = await gw.http('GET', '/health/ready');
+  if (ready.body.redis === 'error' && process.env.CI !== 'true') {
+    t.skip(`Redis is not reachable at ${REDIS_URL}`);
+    return;
+  }
+  t.equal(ready.status, 200);
+  t.same(ready.body, { status: 'ready', db: 'ok', redis: 'ok' });
+});
+
+t.test('readiness names Redis when it is down', async (t) => {
+  // Nothing listens on port 1: the connection is refused at once.
+  const gw = await startTestGateway({ redis: { url: 'redis://127.0.0.1:1' } });
+  t.teardown(() => gw.stop());
+  const ready = await gw.http('GET', '/health/ready');
+  t.equal(ready.status, 503);
+  t.same(ready.body, { status: 'not_ready', db: 'ok', redis: 'error' });
+  const health = await gw.http('GET', '/health');
+  t.equal(health.status, 200, 'liveness does not depend on Redis');
+});
+
+t.test('readiness names the database when it fails', async (t) => {
+  const gw = await startTestGateway();
+  t.teardown(() => gw.stop());
+  gw.app.store.db.close();
+  const ready = await gw.http('GET', '/health/ready');
+  t.equal(ready.status, 503);
+  t.same(ready.body, { status: 'not_ready', db: 'error', redis: 'disabled' });
+});
+
+t.test('graceful shutdown lets an in-flight request finish, then refuses', async (t) => {
+  const gw = await startTestGateway();
+  // A long-lived request in flight: the usage stream. Shutdown ends it cleanly.
+  const stream = await request(`${gw.url}/api/management/usage/stream`, { headers: { authorization: `Bearer ${gw.adminKey}` } });
+  t.equal(stream.statusCode, 200);
+  const text = stream.body.text();
+  const closing = gw.stop();
+  t.match(await text, /usage stream open/, 'the stream ended cleanly on shutdown');
+  await closing;
+  await t.rejects(request(`${gw.url}/health`), 'the port no longer accepts connections');
+  t.equal(gw.app.store.db.open, false, 'the store is closed');
+});

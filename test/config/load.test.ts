@@ -1,0 +1,167 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import t from 'tap';
+import { buildConfig, ConfigError, loadConfig, resolveConfigFile } from '../../src/config/load.js';
+import { tempDir } from '../support/gateway.js';
+
+const build = (raw: unknown, env: NodeJS.ProcessEnv = {}) => buildConfig(raw, { env, baseDir: '/srv/gw', source: 'test.yaml' });
+
+function problemsOf(raw: unknown, env: NodeJS.ProcessEnv = {}): string[] {
+  try {
+    build(raw, env);
+  } catch (error) {
+    if (error instanceof ConfigError) return [...error.problems];
+    throw error;
+  }
+  return [];
+}
+
+t.test('built-in defaults', async (t) => {
+  const config = build({});
+  t.equal(config.server.host, '127.0.0.1');
+  t.equal(config.server.port, 8080);
+  t.equal(config.database.path, '/srv/gw/data/gateway.db', 'the database path is relative to the config directory');
+  t.equal(config.redis, undefined, 'no Redis unless configured');
+  t.equal(config.auth.jwtSecret, undefined, 'secret generated later when not configured');
+  t.equal(config.auth.sessionTtlSeconds, 7 * 86400);
+  t.same(Object.keys(config.providers).sort(), ['anthropic', 'deepseek', 'gemini', 'groq', 'mistral', 'openai']);
+  t.equal(config.providers.anthropic?.anthropicVersion, '2023-06-01');
+  t.same(config.providers.openai?.timeouts, { connectMs: 10_000, firstByteMs: 120_000, idleMs: 60_000 });
+  t.ok(Object.isFrozen(config) && Object.isFrozen(config.server) && Object.isFrozen(config.models[0]), 'the config is frozen');
+});
+
+t.test('the shipped catalog', async (t) => {
+  const { models } = build({});
+  const chat = models.filter((m) => m.type === 'chat');
+  t.ok(chat.length >= 15, `at least 15 chat models (has ${chat.length})`);
+  const providers = new Set(chat.map((m) => m.provider));
+  for (const name of ['openai', 'anthropic', 'gemini', 'groq', 'mistral', 'deepseek']) t.ok(providers.has(name), `chat models from ${name}`);
+  for (const type of ['embedding', 'speech', 'transcription', 'image'] as const) t.ok(models.some((m) => m.type === type), `has ${type} models`);
+  const mini = models.find((m) => m.id === 'openai/gpt-4o-mini');
+  t.same(mini?.pricing, { inputPer1M: 12_600_000, outputPer1M: 50_400_000, cacheReadPer1M: 6_300_000 }, 'INR prices as integer µINR per 1M');
+  t.equal(mini?.upstreamModel, 'gpt-4o-mini');
+  t.equal(models.find((m) => m.id === 'groq/openai/gpt-oss-120b')?.upstreamModel, 'openai/gpt-oss-120b', 'the upstream name is everything after the provider');
+  t.equal(new Set(models.map((m) => m.id)).size, models.length, 'ids are unique');
+});
+
+t.test('env interpolation', async (t) => {
+  const config = build(
+    {
+      server: { port: '${PORT:-9090}', host: '${HOST}' },
+      auth: { jwt_secret: '${SECRET}' },
+      providers: { openai: { api_key: 'sk-${KEY_PART}-$${literal}' }, local: { type: 'openai', base_url: 'http://127.0.0.1:11434/v1' } },
+    },
+    { HOST: '0.0.0.0', SECRET: 's'.repeat(40), KEY_PART: 'abc' },
+  );
+  t.equal(config.server.port, 9090, 'default used when the variable is unset');
+  t.equal(config.server.host, '0.0.0.0');
+  t.equal(config.auth.jwtSecret, 's'.repeat(40));
+  t.equal(config.providers.openai?.apiKey, 'sk-abc-${literal}', '$${ writes a literal ${');
+  t.equal(config.providers.local?.apiKey, undefined, 'a provider may have no key (local servers)');
+});
+
+t.test('a provider whose key variable is unset is allowed and remembers the variable', async (t) => {
+  const config = build({}, { OPENAI_API_KEY: 'sk-real' });
+  t.equal(config.providers.openai?.apiKey, 'sk-real');
+  t.equal(config.providers.anthropic?.apiKey, undefined);
+  t.equal(config.providers.anthropic?.apiKeyEnv, 'ANTHROPIC_API_KEY');
+  const custom = build({ providers: { together: { type: 'openai', base_url: 'https://api.together.xyz/v1', api_key: '${TOGETHER_KEY}' } } });
+  t.equal(custom.providers.together?.apiKeyEnv, 'TOGETHER_KEY');
+});
+
+t.test('user providers and models merge over the defaults', async (t) => {
+  const config = build({
+    providers: { openai: { base_url: 'http://127.0.0.1:9999/v1' }, ollama: { type: 'openai', base_url: 'http://127.0.0.1:11434/v1' } },
+    models: [
+      { id: 'openai/gpt-4o-mini', input_cost_per_1m: 10 },
+      { id: 'ollama/llama3.2', name: 'Llama 3.2 (local)', input_cost_per_1m: 0, output_cost_per_1m: 0 },
+    ],
+  });
+  t.equal(config.providers.openai?.baseUrl, 'http://127.0.0.1:9999/v1');
+  t.equal(config.providers.openai?.type, 'openai', 'fields not given keep their defaults');
+  const mini = config.models.find((m) => m.id === 'openai/gpt-4o-mini');
+  t.equal(mini?.pricing.inputPer1M, 10_000_000, 'the override changed the input price');
+  t.equal(mini?.pricing.outputPer1M, 50_400_000, 'and kept the output price');
+  t.equal(mini?.name, 'GPT-4o mini');
+  t.ok(config.models.find((m) => m.id === 'ollama/llama3.2'), 'new models are added');
+  t.equal(build({ catalog: { path: 'none' }, models: [{ id: 'openai/x', input_cost_per_1m: 1, output_cost_per_1m: 2 }] }).models.length, 1, 'catalog: none drops the shipped catalog');
+});
+
+t.test('validation reports every problem with its path and rule', async (t) => {
+  const problems = problemsOf({
+    server: { port: 70000, prot: 1, max_body_size: 'huge' },
+    database: { path: '' },
+    redis: { url: 'http://localhost' },
+    auth: { jwt_secret: 'short', bcrypt_rounds: 3, session_ttl: 'forever' },
+    logging: { level: 'loud' },
+    providers: {
+      openai: { base_url: 'ftp://x' },
+      Bad_Name: { type: 'openai', base_url: 'http://x' },
+      weird: { type: 'cohere', base_url: 'http://x', timeouts: { connect: 'soon' } },
+      gem: { type: 'gemini', base_url: 'http://x', anthropic_version: '2023-06-01' },
+    },
+    models: [
+      { id: 'nowhere/model', input_cost_per_1m: 1, output_cost_per_1m: 1 },
+      { id: 'openai/new-model', input_cost_per_1m: -1 },
+      { id: 'openai/img', type: 'image' },
+      { name: 'no id' },
+      { id: 'openai/gpt-4o', cost: 3 },
+    ],
+    extra: true,
+  });
+  const expected = [
+    /^extra: unknown key/,
+    /^server\.prot: unknown key/,
+    /^server\.port: must be an integer from 0 to 65535$/,
+    /^server\.max_body_size: must be a size/,
+    /^database\.path: is required$/,
+    /^redis\.url: must be a redis:\/\/ or rediss:\/\/ URL$/,
+    /^auth\.jwt_secret: must be at least 32 characters$/,
+    /^auth\.bcrypt_rounds: must be an integer from 4 to 15$/,
+    /^auth\.session_ttl: must be a duration/,
+    /^logging\.level: must be one of/,
+    /^providers\.openai\.base_url: must be an http\(s\) URL$/,
+    /^providers\.Bad_Name: provider names must be lowercase/,
+    /^providers\.weird\.type: must be one of: openai, anthropic, gemini/,
+    /^providers\.weird\.timeouts\.connect: must be a duration/,
+    /^providers\.gem\.anthropic_version: only applies to providers of type anthropic$/,
+    /^models\[0\]\.id: provider 'nowhere' is not configured under providers$/,
+    /^models\[1\]\.input_cost_per_1m: must be >= 0/,
+    /^models\[1\]\.output_cost_per_1m: is required for chat models/,
+    /^models\[2\]: a image model needs one of: cost_per_image, output_cost_per_1m$/,
+    /^models\[3\]\.id: is required$/,
+    /^models\[4\]\.cost: unknown key/,
+  ];
+  for (const pattern of expected) t.ok(problems.some((line) => pattern.test(line)), `reports ${pattern}`);
+  t.equal(problems.length, expected.length, `no other problems: ${JSON.stringify(problems, null, 1)}`);
+});
+
+t.test('an unset variable is named in the problem it causes', async (t) => {
+  const problems = problemsOf({ providers: { openai: { base_url: '${OPENAI_BASE_URL}' } } });
+  t.same(problems, ['providers.openai.base_url: is required ($OPENAI_BASE_URL not set)']);
+});
+
+t.test('files: YAML errors, precedence, relative paths', async (t) => {
+  const dir = tempDir();
+  t.teardown(dir.remove);
+  const file = join(dir.path, 'gw.yaml');
+  writeFileSync(file, 'server:\n  port: 9000\n  port: 9001\n');
+  t.throws(() => loadConfig({ file }), { name: 'ConfigError', problems: [/gw\.yaml:3:3: Map keys must be unique$/] }, 'duplicate keys are YAML errors with a line number');
+  writeFileSync(file, 'server: [unclosed\n');
+  t.throws(() => loadConfig({ file }), { name: 'ConfigError' }, 'syntax errors are ConfigErrors');
+  t.throws(() => loadConfig({ file: join(dir.path, 'missing.yaml') }), { problems: [/config file not found/] });
+
+  writeFileSync(file, 'server: { port: 9100 }\ndatabase: { path: ./db/gw.db }\n');
+  const explicit = loadConfig({ file, env: {} });
+  t.equal(explicit.server.port, 9100);
+  t.equal(explicit.database.path, join(dir.path, 'db/gw.db'), 'database path resolved against the config file');
+  t.equal(explicit.source, file);
+
+  t.equal(resolveConfigFile({ env: { GATEWAY_CONFIG: 'gw.yaml' }, cwd: dir.path }), file, '$GATEWAY_CONFIG is used without --config');
+  t.equal(resolveConfigFile({ env: {}, cwd: dir.path }), undefined, 'no gateway.yaml: built-in defaults');
+  writeFileSync(join(dir.path, 'gateway.yaml'), 'server: { port: 9200 }\n');
+  t.equal(loadConfig({ env: {}, cwd: dir.path }).server.port, 9200, './gateway.yaml is found');
+  t.equal(loadConfig({ file, env: { GATEWAY_CONFIG: 'gateway.yaml' }, cwd: dir.path }).server.port, 9100, '--config wins over the environment');
+  writeFileSync(file, '');
+  t.equal(loadConfig({ file, env: {} }).server.port, 8080, 'an empty file means defaults');
+});

@@ -1,0 +1,121 @@
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import t from 'tap';
+import { MIGRATIONS } from '../../src/store/migrations.js';
+import { migrate, MigrationError, openDatabase, schemaVersion } from '../../src/store/db.js';
+import { Store } from '../../src/store/store.js';
+import { tempDir } from '../support/gateway.js';
+
+const latest = MIGRATIONS.at(-1)?.version ?? 0;
+
+function seedAccount(store: Store, id = 'acc_1', email = 'a@example.com') {
+  return store.accounts.insert({ id, email, name: 'A', passwordHash: null, role: 'user', now: 1000 });
+}
+
+t.test('a fresh file gets every migration, WAL and foreign keys', async (t) => {
+  const dir = tempDir();
+  t.teardown(dir.remove);
+  const path = join(dir.path, 'nested/dir/gateway.db');
+  const db = openDatabase(path);
+  t.teardown(() => db.close());
+  t.equal(schemaVersion(db), latest);
+  t.equal(db.pragma('journal_mode', { simple: true }), 'wal');
+  t.equal(db.pragma('foreign_keys', { simple: true }), 1);
+  t.equal(db.pragma('busy_timeout', { simple: true }), 5000);
+  const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map((r) => r.name);
+  for (const table of ['accounts', 'api_keys', 'management_keys', 'ledger', 'usage', 'schema_migrations']) t.ok(tables.includes(table), `has ${table}`);
+});
+
+t.test('an existing file: reopening is a no-op, new migrations apply once, data stays', async (t) => {
+  const dir = tempDir();
+  t.teardown(dir.remove);
+  const path = join(dir.path, 'gateway.db');
+  const first = new Store(openDatabase(path));
+  seedAccount(first);
+  first.ledger.credit('topup', { accountId: 'acc_1', amountMicros: 5_000_000, now: 1 });
+  first.close();
+
+  const again = openDatabase(path);
+  t.same(migrate(again, MIGRATIONS), { applied: [] }, 'nothing to apply on reopen');
+  again.close();
+
+  const extra = { version: latest + 1, name: 'test: add a column', sql: 'ALTER TABLE accounts ADD COLUMN nickname TEXT;' };
+  const upgraded = openDatabase(path, { migrations: [...MIGRATIONS, extra] });
+  t.equal(schemaVersion(upgraded), latest + 1);
+  const row = upgraded.prepare('SELECT email, balance_micros, nickname FROM accounts').get();
+  t.same(row, { email: 'a@example.com', balance_micros: 5_000_000, nickname: null }, 'data survives the upgrade');
+  upgraded.close();
+
+  t.throws(() => openDatabase(path), MigrationError, 'an older gateway refuses a newer schema');
+  t.throws(() => openDatabase(path), /schema version \d+ is newer than this gateway knows/);
+});
+
+t.test('a failing migration leaves the file at the previous version', async (t) => {
+  const dir = tempDir();
+  t.teardown(dir.remove);
+  const path = join(dir.path, 'gateway.db');
+  openDatabase(path).close();
+  const broken = { version: latest + 1, name: 'broken', sql: 'CREATE TABLE half (x INTEGER); SELECT * FROM no_such_table;' };
+  t.throws(() => openDatabase(path, { migrations: [...MIGRATIONS, broken] }));
+  const db = new Database(path);
+  t.teardown(() => db.close());
+  t.equal(schemaVersion(db), latest, 'version unchanged');
+  const half = db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'half'").get() as { n: number };
+  t.equal(half.n, 0, 'the half-applied table was rolled back');
+});
+
+t.test('ledger: balance updated with every entry, in one transaction', async (t) => {
+  const store = Store.open(':memory:');
+  t.teardown(() => store.close());
+  seedAccount(store);
+  store.apiKeys.insert({ id: 'key_1', accountId: 'acc_1', name: 'k', keyHash: 'h'.repeat(64), maskedKey: 'sk-…', expiresAt: null, now: 1 });
+
+  const topup = store.ledger.credit('topup', { accountId: 'acc_1', amountMicros: 10_000_000, reference: 'ref-1', note: 'first', createdBy: 'acc_admin', now: 2 });
+  t.same({ replayed: topup.replayed, balance: topup.entry.balanceAfterMicros, kind: topup.entry.kind }, { replayed: false, balance: 10_000_000, kind: 'topup' });
+
+  const replay = store.ledger.credit('topup', { accountId: 'acc_1', amountMicros: 10_000_000, reference: 'ref-1', now: 3 });
+  t.equal(replay.replayed, true, 'a reference applies once');
+  t.equal(replay.entry.id, topup.entry.id);
+
+  const charge = store.ledger.charge({ accountId: 'acc_1', amountMicros: 1_234_567, requestId: 'req_a', apiKeyId: 'key_1', now: 4 });
+  t.equal(charge.entry.amountMicros, -1_234_567, 'charges are negative');
+  t.equal(charge.entry.balanceAfterMicros, 8_765_433);
+  t.equal(store.ledger.charge({ accountId: 'acc_1', amountMicros: 1_234_567, requestId: 'req_a', apiKeyId: 'key_1', now: 5 }).replayed, true, 'a request is charged once');
+  t.equal(store.apiKeys.byId('key_1')?.spentMicros, 1_234_567, 'the key spent follows the charge, once');
+
+  store.ledger.credit('refund', { accountId: 'acc_1', amountMicros: 234_567, note: 'goodwill', now: 6 });
+  const account = store.accounts.byId('acc_1');
+  t.equal(account?.balanceMicros, 9_000_000);
+  t.equal(store.ledger.sum('acc_1'), account?.balanceMicros, 'balance equals the sum of the ledger');
+  t.same(store.ledger.list('acc_1', 10).map((e) => e.kind), ['refund', 'charge', 'topup'], 'newest first');
+  t.same(store.ledger.list('acc_1', 10, charge.entry.id).map((e) => e.kind), ['topup'], 'paging with before');
+
+  t.throws(() => store.db.prepare('UPDATE ledger SET amount_micros = 1').run(), /append-only/, 'the ledger refuses updates');
+  t.throws(() => store.db.prepare('DELETE FROM ledger').run(), /append-only/, 'and deletes');
+  t.throws(() => store.ledger.credit('topup', { accountId: 'acc_1', amountMicros: 0, now: 7 }), RangeError, 'no zero top-ups');
+  t.throws(() => store.ledger.credit('topup', { accountId: 'acc_1', amountMicros: 1.5, now: 7 }), RangeError, 'no fractional µINR');
+  t.throws(() => store.ledger.credit('topup', { accountId: 'acc_nope', amountMicros: 1, now: 7 }), /does not exist/);
+  t.equal(store.ledger.sum('acc_1'), store.accounts.byId('acc_1')?.balanceMicros, 'failed writes left no trace');
+});
+
+t.test('ledger: a failure inside a caller transaction rolls back balance and entry together', async (t) => {
+  const store = Store.open(':memory:');
+  t.teardown(() => store.close());
+  seedAccount(store);
+  t.throws(() =>
+    store.transaction(() => {
+      store.ledger.credit('topup', { accountId: 'acc_1', amountMicros: 7, now: 1 });
+      throw new Error('later step failed');
+    }),
+  );
+  t.equal(store.accounts.byId('acc_1')?.balanceMicros, 0);
+  t.equal(store.ledger.list('acc_1', 10).length, 0);
+});
+
+t.test('accounts: emails are unique regardless of case', async (t) => {
+  const store = Store.open(':memory:');
+  t.teardown(() => store.close());
+  seedAccount(store);
+  t.throws(() => seedAccount(store, 'acc_2', 'A@EXAMPLE.COM'), { code: 'SQLITE_CONSTRAINT_UNIQUE' });
+  t.equal(store.accounts.byEmail('A@Example.com')?.id, 'acc_1');
+});

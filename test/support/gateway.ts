@@ -1,0 +1,96 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { request } from 'undici';
+import { buildConfig } from '../../src/config/load.js';
+import type { GatewayConfig } from '../../src/config/types.js';
+import { initializeFirstAdmin } from '../../src/core/management/init.js';
+import { startGateway, type RunningGateway } from '../../src/main.js';
+
+/** Test helpers: a real daemon on port 0 with a temp SQLite file, and an HTTP client for it. */
+
+export const TEST_JWT_SECRET = 'test-secret-test-secret-test-secret-0123456789';
+
+export function tempDir(prefix = 'gateway-test-'): { path: string; remove: () => void } {
+  const path = mkdtempSync(join(tmpdir(), prefix));
+  return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+/** A config from raw YAML-shaped data, with fast bcrypt and quiet logs, rooted at `dir`. */
+export function testConfig(dir: string, raw: Record<string, unknown> = {}, env: NodeJS.ProcessEnv = {}): GatewayConfig {
+  const base: Record<string, unknown> = {
+    server: { host: '127.0.0.1', port: 0 },
+    database: { path: join(dir, 'gateway.db') },
+    auth: { jwt_secret: TEST_JWT_SECRET, bcrypt_rounds: 4 },
+    logging: { level: 'silent' },
+  };
+  const merged: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(raw)) {
+    const current = merged[key];
+    merged[key] =
+      typeof current === 'object' && current !== null && typeof value === 'object' && value !== null && !Array.isArray(value)
+        ? { ...(current as object), ...(value as object) }
+        : value;
+  }
+  return buildConfig(merged, { env, baseDir: dir, source: 'test' });
+}
+
+export interface TestGateway extends RunningGateway {
+  dir: string;
+  /** Stops the daemon and removes its files. */
+  stop(): Promise<void>;
+  /** The first admin account's management key (created on start). */
+  adminKey: string;
+  adminEmail: string;
+  http: Http;
+}
+
+export interface HttpResponse<T = any> {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: T;
+  text: string;
+}
+
+export type Http = <T = any>(method: string, path: string, options?: { body?: unknown; raw?: string | Buffer; headers?: Record<string, string>; token?: string }) => Promise<HttpResponse<T>>;
+
+export function httpClient(baseUrl: string): Http {
+  return async (method, path, options = {}) => {
+    const headers: Record<string, string> = { ...options.headers };
+    if (options.token) headers.authorization = `Bearer ${options.token}`;
+    let body: string | Buffer | undefined = options.raw;
+    if (options.body !== undefined) {
+      body = JSON.stringify(options.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    const response = await request(`${baseUrl}${path}`, { method: method as 'GET', headers, body: body ?? null });
+    const text = await response.body.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      // not JSON: keep the text
+    }
+    return { status: response.statusCode, headers: response.headers, body: parsed as any, text };
+  };
+}
+
+export async function startTestGateway(raw: Record<string, unknown> = {}, env: NodeJS.ProcessEnv = {}): Promise<TestGateway> {
+  const dir = tempDir();
+  const config = testConfig(dir.path, raw, env);
+  const running = await startGateway(config, { logger: pino({ level: 'silent' }) });
+  const adminEmail = 'admin@example.com';
+  const init = await initializeFirstAdmin(running.app.store, { email: adminEmail, name: 'Admin', password: 'admin-password', bcryptRounds: 4 });
+  return {
+    ...running,
+    dir: dir.path,
+    adminKey: init.secret,
+    adminEmail,
+    http: httpClient(running.url),
+    stop: async () => {
+      await running.close();
+      dir.remove();
+    },
+  };
+}
