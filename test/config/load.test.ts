@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { buildConfig, ConfigError, loadConfig, resolveConfigFile } from '../../src/config/load.js';
+import { buildConfig, ConfigError, loadConfig, PACKAGE_ROOT, resolveConfigFile } from '../../src/config/load.js';
 import { tempDir } from '../support/gateway.js';
 
 const build = (raw: unknown, env: NodeJS.ProcessEnv = {}) => buildConfig(raw, { env, baseDir: '/srv/gw', source: 'test.yaml' });
@@ -164,4 +164,14 @@ t.test('files: YAML errors, precedence, relative paths', async (t) => {
   t.equal(loadConfig({ file, env: { GATEWAY_CONFIG: 'gateway.yaml' }, cwd: dir.path }).server.port, 9100, '--config wins over the environment');
   writeFileSync(file, '');
   t.equal(loadConfig({ file, env: {} }).server.port, 8080, 'an empty file means defaults');
+});
+
+t.test('gateway.example.yaml is a valid config that states the defaults', async (t) => {
+  const example = loadConfig({ file: join(PACKAGE_ROOT, 'gateway.example.yaml'), env: {} });
+  const defaults = build({});
+  t.same(example.server, defaults.server);
+  t.same(example.auth, defaults.auth);
+  t.same(example.providers, defaults.providers, 'the example lists the built-in providers as they are');
+  t.equal(example.database.path, join(PACKAGE_ROOT, 'data/gateway.db'));
+  t.equal(example.models.length, defaults.models.length);
 });
