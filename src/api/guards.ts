@@ -39,7 +39,7 @@ export function requireApiKey(app: App, ctx: RequestContext): KeyPrincipal {
   const credential = presentedCredential(ctx.req);
   if (!credential) throw errors.missingCredentials('Authorization: Bearer sk-… or x-api-key: sk-…');
   if (keyKindOf(credential) === 'management') {
-    app.keyAuth.management.authenticate(credential);
+    app.keyAuth.management.authenticate(credential, false);
     throw errors.managementKeyOnInference();
   }
   const key = app.keyAuth.api.authenticate(credential);
@@ -53,7 +53,7 @@ export function requireManagementKey(app: App, ctx: RequestContext): KeyPrincipa
   const credential = presentedCredential(ctx.req);
   if (!credential) throw errors.missingCredentials('Authorization: Bearer akm-…');
   if (keyKindOf(credential) === 'api') {
-    app.keyAuth.api.authenticate(credential);
+    app.keyAuth.api.authenticate(credential, false);
     throw errors.apiKeyOnManagement();
   }
   const key = app.keyAuth.management.authenticate(credential);

@@ -12,7 +12,8 @@ export function queryInt(query: URLSearchParams, name: string, min: number, max:
 }
 
 export function queryOptionalInt(query: URLSearchParams, name: string): number | undefined {
-  return query.has(name) ? queryInt(query, name, 1, Number.MAX_SAFE_INTEGER, 0) : undefined;
+  const text = query.get(name);
+  return text === null || text === '' ? undefined : queryInt(query, name, 1, Number.MAX_SAFE_INTEGER, 0);
 }
 
 /** An instant as ISO 8601 (or YYYY-MM-DD) or unix seconds. */

@@ -7,8 +7,12 @@ import { tempDir } from '../support/gateway.js';
 const build = (raw: unknown, env: NodeJS.ProcessEnv = {}) => buildConfig(raw, { env, baseDir: '/srv/gw', source: 'test.yaml' });
 
 function problemsOf(raw: unknown, env: NodeJS.ProcessEnv = {}): string[] {
+  return problemsThrownBy(() => build(raw, env));
+}
+
+function problemsThrownBy(fn: () => unknown): string[] {
   try {
-    build(raw, env);
+    fn();
   } catch (error) {
     if (error instanceof ConfigError) return [...error.problems];
     throw error;
@@ -146,10 +150,10 @@ t.test('files: YAML errors, precedence, relative paths', async (t) => {
   t.teardown(dir.remove);
   const file = join(dir.path, 'gw.yaml');
   writeFileSync(file, 'server:\n  port: 9000\n  port: 9001\n');
-  t.throws(() => loadConfig({ file }), { name: 'ConfigError', problems: [/gw\.yaml:3:3: Map keys must be unique$/] }, 'duplicate keys are YAML errors with a line number');
+  t.match(problemsThrownBy(() => loadConfig({ file })), [/gw\.yaml:3:3: Map keys must be unique$/], 'duplicate keys are YAML errors with a line number');
   writeFileSync(file, 'server: [unclosed\n');
-  t.throws(() => loadConfig({ file }), { name: 'ConfigError' }, 'syntax errors are ConfigErrors');
-  t.throws(() => loadConfig({ file: join(dir.path, 'missing.yaml') }), { problems: [/config file not found/] });
+  t.ok(problemsThrownBy(() => loadConfig({ file })).length > 0, 'syntax errors are ConfigErrors');
+  t.match(problemsThrownBy(() => loadConfig({ file: join(dir.path, 'missing.yaml') })), [/config file not found/]);
 
   writeFileSync(file, 'server: { port: 9100 }\ndatabase: { path: ./db/gw.db }\n');
   const explicit = loadConfig({ file, env: {} });

@@ -11,9 +11,9 @@ import { scopedAccount } from './access.js';
 
 const HEARTBEAT_MS = 15_000;
 
-/** The usage filter from the query (`account`, `key`, `model`, `since`, `until`); a user's key sees only its account. */
-function usageFilter(app: App, principal: KeyPrincipal, ctx: RequestContext): UsageFilter {
-  const filter: UsageFilter = { limit: queryInt(ctx.query, 'limit', 1, 1000, 100) };
+/** Which rows a caller wants (`account`, `key`, `model`); a user's key sees only its own account. */
+function scopeFilter(app: App, principal: KeyPrincipal, ctx: RequestContext): Omit<UsageFilter, 'limit'> {
+  const filter: Omit<UsageFilter, 'limit'> = {};
   const accountRef = queryString(ctx.query, 'account');
   if (accountRef !== undefined) filter.accountId = scopedAccount(app, principal, accountRef).id;
   else if (principal.account.role !== 'admin') filter.accountId = principal.account.id;
@@ -21,6 +21,12 @@ function usageFilter(app: App, principal: KeyPrincipal, ctx: RequestContext): Us
   if (key !== undefined) filter.apiKeyId = key;
   const model = queryString(ctx.query, 'model');
   if (model !== undefined) filter.model = model;
+  return filter;
+}
+
+/** The list filter: the scope plus a time range (`since` inclusive, `until` exclusive) and paging. */
+function listFilter(app: App, principal: KeyPrincipal, ctx: RequestContext): UsageFilter {
+  const filter: UsageFilter = { ...scopeFilter(app, principal, ctx), limit: queryInt(ctx.query, 'limit', 1, 1000, 100) };
   const since = queryTime(ctx.query, 'since');
   if (since !== undefined) filter.since = since;
   const until = queryTime(ctx.query, 'until');
@@ -31,7 +37,7 @@ function usageFilter(app: App, principal: KeyPrincipal, ctx: RequestContext): Us
   return filter;
 }
 
-function matches(filter: UsageFilter, record: UsageRecord): boolean {
+function matches(filter: Omit<UsageFilter, 'limit'>, record: UsageRecord): boolean {
   return (
     (filter.accountId === undefined || record.accountId === filter.accountId) &&
     (filter.apiKeyId === undefined || record.apiKeyId === filter.apiKeyId) &&
@@ -44,14 +50,16 @@ export function registerManagementUsageRoutes(router: Router<Route>, app: App): 
   router.add('GET', '/api/management/usage', {
     handle: (ctx) => {
       const principal = requireManagementKey(app, ctx);
-      const filter = usageFilter(app, principal, ctx);
-      const rows = app.usage.list(filter);
-      const last = rows.at(-1);
+      const filter = listFilter(app, principal, ctx);
+      // One row more than asked tells whether another page exists.
+      const rows = app.usage.list({ ...filter, limit: filter.limit + 1 });
+      const hasMore = rows.length > filter.limit;
+      const page = hasMore ? rows.slice(0, filter.limit) : rows;
       ctx.send(200, {
         object: 'list',
-        data: rows.map(presentUsage),
-        has_more: rows.length === filter.limit,
-        next_before: rows.length === filter.limit && last ? last.id : null,
+        data: page.map(presentUsage),
+        has_more: hasMore,
+        next_before: hasMore ? (page.at(-1)?.id ?? null) : null,
       });
     },
   });
@@ -59,7 +67,11 @@ export function registerManagementUsageRoutes(router: Router<Route>, app: App): 
   router.add('GET', '/api/management/usage/stream', {
     handle: async (ctx) => {
       const principal = requireManagementKey(app, ctx);
-      const filter = usageFilter(app, principal, ctx);
+      // The live feed only has new rows: time range and paging do not apply.
+      for (const name of ['since', 'until', 'before', 'limit']) {
+        if (ctx.query.has(name)) throw errors.invalidQuery(name, 'does not apply to the live stream (use GET /api/management/usage)');
+      }
+      const filter = scopeFilter(app, principal, ctx);
       const sse = new SseWriter(ctx.res);
       sse.open();
       await sse.comment('usage stream open');

@@ -22,8 +22,11 @@ export class KeyAuthenticator {
     return this.repo.kind;
   }
 
-  /** Throws 401 for a malformed, unknown, revoked or expired key. */
-  authenticate(presented: string): KeyRecord {
+  /**
+   * Throws 401 for a malformed, unknown, revoked or expired key. `use: false` checks a key
+   * that is about to be refused for the surface (403) without recording a use.
+   */
+  authenticate(presented: string, use = true): KeyRecord {
     if (!isWellFormedKey(this.repo.kind, presented)) throw this.invalid();
     const hash = hashKey(presented);
     const now = this.now();
@@ -41,7 +44,7 @@ export class KeyAuthenticator {
     const record = entry.record;
     if (record.revokedAt !== null) throw this.repo.kind === 'api' ? errors.revokedApiKey() : errors.invalidManagementKey();
     if (record.expiresAt !== null && record.expiresAt <= now) throw this.repo.kind === 'api' ? errors.expiredApiKey() : errors.invalidManagementKey();
-    this.lastUsed.set(record.id, now);
+    if (use) this.lastUsed.set(record.id, now);
     return record;
   }
 

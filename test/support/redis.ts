@@ -1,0 +1,28 @@
+import { Redis } from 'ioredis';
+
+/**
+ * Tests that need Redis use the real server at REDIS_URL. When it is not reachable they are
+ * skipped with the reason, except under CI=true, where they run (and fail).
+ */
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+async function reachable(): Promise<boolean> {
+  const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 1000, retryStrategy: () => null });
+  redis.on('error', () => {});
+  try {
+    await redis.connect();
+    return (await redis.ping()) === 'PONG';
+  } catch {
+    return false;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+const up = await reachable();
+
+/** `false` to run, or the reason to skip. */
+export function redisSkipReason(): string | false {
+  if (up || process.env.CI === 'true') return false;
+  return `Redis is not reachable at ${REDIS_URL} (set REDIS_URL; under CI=true this test fails instead)`;
+}
