@@ -52,8 +52,11 @@ export async function runCli(argv: readonly string[], io: Io = processIo): Promi
     return EXIT.ok;
   } catch (error) {
     if (error instanceof CommanderError) {
-      if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help') return EXIT.ok;
-      if (error.code === 'commander.executeSubCommandAsync') return EXIT.failure;
+      // --help, --version and `help <cmd>` exit 0; a group run without its subcommand shows
+      // its usage as an error (exitCode 1), which is a usage error like any other.
+      if (error.exitCode === 0) return EXIT.ok;
+      // Commander already wrote the message to stderr; --json still gets its document.
+      if (json) io.out(`${JSON.stringify({ error: { message: error.message.replace(/^error: /, '') } }, null, 2)}\n`);
       return EXIT.usage;
     }
     if (error instanceof UsageError) return fail(EXIT.usage, error.message);

@@ -44,22 +44,27 @@ export function schemaVersion(db: Db): number {
 export function migrate(db: Db, migrations: readonly Migration[]): { applied: number[] } {
   db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`);
-  const current = schemaVersion(db);
   const latest = migrations.at(-1)?.version ?? 0;
-  if (current > latest) {
+  const found = schemaVersion(db);
+  if (found > latest) {
     throw new MigrationError(
-      `database schema version ${current} is newer than this gateway knows (${latest}): upgrade the gateway or use another database file`,
+      `database schema version ${found} is newer than this gateway knows (${latest}): upgrade the gateway or use another database file`,
     );
   }
   const applied: number[] = [];
   const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
   for (const migration of migrations) {
-    if (migration.version <= current) continue;
-    db.transaction(() => {
-      db.exec(migration.sql);
-      record.run(migration.version, migration.name, Date.now());
-    })();
-    applied.push(migration.version);
+    // IMMEDIATE takes the write lock first (waiting up to busy_timeout), and the version is
+    // read again under it, so two processes starting on one new file apply each migration once.
+    const ran = db
+      .transaction(() => {
+        if (schemaVersion(db) >= migration.version) return false;
+        db.exec(migration.sql);
+        record.run(migration.version, migration.name, Date.now());
+        return true;
+      })
+      .immediate();
+    if (ran) applied.push(migration.version);
   }
   return { applied };
 }

@@ -114,7 +114,7 @@ export class LedgerRepo {
         now: input.now,
       });
       return { entry, replayed: false };
-    })();
+    }).immediate();
   }
 
   /**
@@ -136,7 +136,7 @@ export class LedgerRepo {
       });
       if (input.apiKeyId && input.amountMicros > 0) this.spendStmt.run(input.amountMicros, input.apiKeyId);
       return { entry, replayed: false };
-    })();
+    }).immediate();
   }
 
   byReference(accountId: string, kind: LedgerKind, reference: string): LedgerEntry | undefined {

@@ -24,9 +24,13 @@ export class Store {
     return new Store(openDatabase(path, options));
   }
 
-  /** Runs `fn` in one transaction (nested calls become savepoints). */
+  /**
+   * Runs `fn` in one write transaction (nested calls become savepoints). IMMEDIATE takes the
+   * write lock at BEGIN, so a concurrent writer waits for busy_timeout instead of failing
+   * with SQLITE_BUSY when a read turns into a write.
+   */
   transaction<T>(fn: () => T): T {
-    return this.db.transaction(fn)();
+    return this.db.transaction(fn).immediate();
   }
 
   /** A trivial query: proves the file is open and readable. */

@@ -67,6 +67,7 @@ function KeyTable({ keys }: { keys: KeyView[] }) {
 /** `gateway keys …` (sk- API keys) and `gateway mgmt-keys …` (akm- management keys). */
 export function registerKeyCommands(program: Command, io: Io, kind: Kind): void {
   const label = kind === 'api' ? 'API key' : 'management key';
+  const aLabel = kind === 'api' ? 'an API key' : 'a management key';
   const group =
     kind === 'api'
       ? program.command('keys').description('issue, list, update and revoke sk- API keys')
@@ -112,7 +113,7 @@ export function registerKeyCommands(program: Command, io: Io, kind: Kind): void 
       });
   }
 
-  withClientOptions(group.command('revoke').description(`revoke a ${label} at once`).argument('<id>', kind === 'api' ? 'key id (key_…)' : 'key id (mk_…)')).action(
+  withClientOptions(group.command('revoke').description(`revoke ${aLabel} at once`).argument('<id>', kind === 'api' ? 'key id (key_…)' : 'key id (mk_…)')).action(
     async (id: string, flags: KeyFlags) => {
       const key = await managementClient(flags, io).delete<KeyView>(`/api/management/${SEGMENT[kind]}/${encodeURIComponent(id)}`);
       emit(io, flags.json, key, () => <Success message={`${label} ${key.id} (${key.masked_key}) revoked`} />);
