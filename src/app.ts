@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from './config/types.js';
@@ -9,6 +11,12 @@ import { AccountService } from './core/management/accounts.js';
 import { KeyService } from './core/management/keys.js';
 import { UsageService } from './core/management/usage.js';
 import { WalletService } from './core/management/wallet.js';
+import { Admitter } from './core/gateway/admission.js';
+import { ChatService } from './core/gateway/chat.js';
+import { Settlement } from './core/gateway/settlement.js';
+import { MemoryHoldStore, RedisHoldStore, type HoldStore } from './core/limits/holds.js';
+import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './core/limits/rate-limit.js';
+import { UpstreamClient } from './providers/shared/upstream.js';
 import type { Store } from './store/store.js';
 
 /** Everything a request handler may use, built once at start. */
@@ -25,6 +33,10 @@ export interface App {
   readonly usage: UsageService;
   readonly catalog: Catalog;
   readonly lifecycle: Lifecycle;
+  readonly limiter: RateLimiter;
+  readonly holds: HoldStore;
+  readonly upstream: UpstreamClient;
+  readonly chat: ChatService;
 }
 
 /** Shutdown state, and hooks that end long-lived responses (SSE streams) when it begins. */
@@ -49,8 +61,23 @@ export class Lifecycle {
   }
 }
 
+/**
+ * Identifies this daemon's Redis holds across its restarts (to drop what a crash left):
+ * host and configured port, or a random id when the port is picked at start.
+ */
+export function instanceId(config: GatewayConfig): string {
+  return config.server.port === 0 ? `${hostname()}:${randomUUID()}` : `${hostname()}:${config.server.port}`;
+}
+
 export function createApp(config: GatewayConfig, store: Store, redis: Redis | undefined, logger: Logger): App {
   const keyAuth = { api: new KeyAuthenticator(store.apiKeys), management: new KeyAuthenticator(store.managementKeys) };
+  const prefix = config.redis?.keyPrefix ?? 'gateway:';
+  const limiter: RateLimiter = redis ? new RedisRateLimiter(redis, prefix) : new MemoryRateLimiter();
+  const holds: HoldStore = redis ? new RedisHoldStore(redis, prefix, instanceId(config)) : new MemoryHoldStore();
+  const usage = new UsageService(store);
+  const catalog = new Catalog(config.models);
+  const upstream = new UpstreamClient();
+  const chat = new ChatService(config, catalog, new Admitter(store, limiter, holds), new Settlement(store, holds, usage, logger), upstream, logger);
   return {
     config,
     logger,
@@ -61,8 +88,12 @@ export function createApp(config: GatewayConfig, store: Store, redis: Redis | un
     accounts: new AccountService(store, { bcryptRounds: config.auth.bcryptRounds, login: config.auth.login }),
     keys: new KeyService(store, keyAuth),
     wallet: new WalletService(store),
-    usage: new UsageService(store),
-    catalog: new Catalog(config.models),
+    usage,
+    catalog,
     lifecycle: new Lifecycle(),
+    limiter,
+    holds,
+    upstream,
+    chat,
   };
 }

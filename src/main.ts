@@ -2,6 +2,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import pino, { type Logger } from 'pino';
 import { createApp, type App } from './app.js';
+import { RedisHoldStore } from './core/limits/holds.js';
 import { buildRouter } from './api/routes.js';
 import type { GatewayConfig } from './config/types.js';
 import { createHttpServer } from './http/server.js';
@@ -45,6 +46,10 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   }
 
   const app = createApp(config, store, redis, logger);
+  if (app.holds instanceof RedisHoldStore) {
+    const cleared = await app.holds.clearStale().catch(() => 0);
+    if (cleared > 0) logger.warn({ cleared }, 'dropped wallet holds left by this daemon\'s previous run');
+  }
   const server = createHttpServer({
     router: buildRouter(app),
     logger,
@@ -81,6 +86,8 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
         await closed;
       }
       flushLastUsed(app);
+      app.holds.close();
+      await app.upstream.close();
       if (redis) await redis.quit().catch(() => redis?.disconnect());
       store.close();
       logger.info('gateway stopped');

@@ -2,6 +2,7 @@ import type { App } from '../app.js';
 import { Router } from '../http/router.js';
 import type { Route } from '../http/server.js';
 import { registerAuthRoutes } from './auth.js';
+import { registerChatRoutes } from './chat/handler.js';
 import { registerSessionKeyRoutes } from './keys.js';
 import { registerManagementAccountRoutes } from './management/accounts.js';
 import { registerManagementKeyRoutes } from './management/keys.js';
@@ -13,6 +14,7 @@ export function buildRouter(app: App): Router<Route> {
   const router = new Router<Route>();
   registerPublicRoutes(router, app);
   registerAuthRoutes(router, app);
+  registerChatRoutes(router, app);
   registerSessionKeyRoutes(router, app);
   registerManagementAccountRoutes(router, app);
   registerManagementKeyRoutes(router, app);

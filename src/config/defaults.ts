@@ -23,7 +23,7 @@ export const DEFAULT_RAW_CONFIG = {
   logging: { level: 'info' },
   catalog: { path: 'builtin' },
   providers: {
-    openai: { type: 'openai', base_url: 'https://api.openai.com/v1', api_key: '${OPENAI_API_KEY}' },
+    openai: { type: 'openai', base_url: 'https://api.openai.com/v1', api_key: '${OPENAI_API_KEY}', max_tokens_param: 'max_completion_tokens' },
     anthropic: { type: 'anthropic', base_url: 'https://api.anthropic.com', api_key: '${ANTHROPIC_API_KEY}' },
     gemini: { type: 'gemini', base_url: 'https://generativelanguage.googleapis.com', api_key: '${GEMINI_API_KEY}' },
     groq: { type: 'openai', base_url: 'https://api.groq.com/openai/v1', api_key: '${GROQ_API_KEY}' },

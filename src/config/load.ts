@@ -182,7 +182,7 @@ function mergeWithDefaults(user: Raw): Raw {
 }
 
 const PROVIDER_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
-const PROVIDER_KEYS = ['type', 'base_url', 'api_key', 'headers', 'timeouts', 'anthropic_version'];
+const PROVIDER_KEYS = ['type', 'base_url', 'api_key', 'headers', 'timeouts', 'anthropic_version', 'max_tokens_param'];
 
 function readProviders(raw: unknown, problems: Problems): Record<string, ProviderConfig> {
   const out: Record<string, ProviderConfig> = {};
@@ -213,6 +213,7 @@ function readProviders(raw: unknown, problems: Problems): Record<string, Provide
       type: (type ?? 'openai') as ProviderConfig['type'],
       baseUrl: baseUrl ?? '',
       headers,
+      maxTokensParam: readEnum(entry, 'max_tokens_param', path, problems, ['max_tokens', 'max_completion_tokens'] as const, 'max_tokens'),
       timeouts: {
         connectMs: readDuration(timeouts, 'connect', `${path}.timeouts`, problems, parseDuration(DEFAULT_PROVIDER_TIMEOUTS.connect) as number),
         firstByteMs: readDuration(timeouts, 'first_byte', `${path}.timeouts`, problems, parseDuration(DEFAULT_PROVIDER_TIMEOUTS.first_byte) as number),
@@ -230,6 +231,9 @@ function readProviders(raw: unknown, problems: Problems): Record<string, Provide
       provider.anthropicVersion = readString(entry, 'anthropic_version', path, problems) ?? DEFAULT_ANTHROPIC_VERSION;
     } else if (entry.anthropic_version !== undefined) {
       problems.add(`${path}.anthropic_version`, 'only applies to providers of type anthropic');
+    }
+    if (provider.type !== 'openai' && entry.max_tokens_param !== undefined) {
+      problems.add(`${path}.max_tokens_param`, 'only applies to providers of type openai');
     }
     out[name] = provider;
   }

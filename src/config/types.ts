@@ -27,6 +27,12 @@ export interface ProviderConfig {
   timeouts: ProviderTimeouts;
   /** Anthropic only: the `anthropic-version` header sent upstream. */
   anthropicVersion?: string;
+  /**
+   * OpenAI family only: the field that carries the output limit. OpenAI itself wants
+   * `max_completion_tokens` (its reasoning models refuse `max_tokens`); most compatible
+   * vendors know only `max_tokens`.
+   */
+  maxTokensParam: 'max_tokens' | 'max_completion_tokens';
 }
 
 /**

@@ -55,6 +55,11 @@ export class GatewayError extends Error {
   }
 }
 
+/** The client went away mid-call: the call ends (billed for what was delivered), nothing is rendered. */
+export class CallAborted extends Error {
+  override name = 'CallAborted';
+}
+
 export function isGatewayError(value: unknown): value is GatewayError {
   return value instanceof GatewayError;
 }

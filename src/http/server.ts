@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { errors, GatewayError, isGatewayError } from '../core/errors.js';
+import { CallAborted, errors, GatewayError, isGatewayError } from '../core/errors.js';
 import { readJson } from './body.js';
 import { sendError, sendJson } from './respond.js';
 import type { Router } from './router.js';
@@ -90,6 +90,11 @@ export function createHttpServer(options: HttpServerOptions): Server {
       };
       await route.handle(ctx);
     } catch (error) {
+      if (error instanceof CallAborted) {
+        logFields.aborted = true;
+        if (!res.writableEnded) res.destroy();
+        return;
+      }
       const gatewayError = toGatewayError(error);
       if (!isGatewayError(error)) logger.error({ req_id: requestId, err: error }, 'unhandled error');
       logFields.error = gatewayError.code;

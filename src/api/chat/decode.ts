@@ -1,0 +1,272 @@
+import type { ContentPart, ImageSource, Message, ResponseFormat, TextPart, ToolCall, ToolChoice, ToolDefinition } from '../../core/canonical.js';
+import { errors } from '../../core/errors.js';
+import type { ChatDraft } from '../../core/gateway/chat.js';
+import { isObject, type JsonObject } from '../../core/validate.js';
+
+/**
+ * OpenAI chat completions request → canonical draft. Pure: validates every field it maps
+ * and names the field in a 400; fields it does not model are kept as same-family passthrough
+ * (an OpenAI-compatible upstream takes them as they are; other families list them as ignored).
+ */
+
+export interface DecodedChatCompletion {
+  draft: ChatDraft;
+  /** stream_options.include_usage: the client wants the usage chunk. */
+  includeUsage: boolean;
+}
+
+/** Fields this decoder maps itself; everything else is passthrough. */
+const MAPPED = new Set([
+  'model', 'messages', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'stop', 'seed', 'user', 'tools', 'tool_choice',
+  'parallel_tool_calls', 'response_format', 'stream', 'stream_options', 'n', 'cache', 'no_cache',
+]);
+
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+export function decodeChatCompletion(raw: unknown): DecodedChatCompletion {
+  if (!isObject(raw)) throw errors.bodyNotObject();
+  const body = raw;
+  const model = body.model;
+  if (model === undefined || model === null) throw errors.missingField('model');
+  if (typeof model !== 'string' || model.trim() === '') throw errors.invalidField('model', 'must be a non-empty string (<provider>/<model>; GET /v1/models lists them)');
+
+  const stream = optionalBoolean(body, 'stream') ?? false;
+  let includeUsage = false;
+  if (body.stream_options !== undefined && body.stream_options !== null) {
+    if (!stream) throw errors.invalidField('stream_options', 'is only allowed when stream is true');
+    if (!isObject(body.stream_options)) throw errors.invalidField('stream_options', 'must be an object');
+    includeUsage = optionalBoolean(body.stream_options, 'include_usage', 'stream_options.include_usage') ?? false;
+  }
+
+  const draft: ChatDraft = { model, messages: decodeMessages(body.messages), stream };
+  const maxTokens = positiveInt(body, 'max_completion_tokens') ?? positiveInt(body, 'max_tokens');
+  if (body.max_tokens != null && body.max_completion_tokens != null && body.max_tokens !== body.max_completion_tokens) {
+    throw errors.invalidField('max_tokens', 'set max_tokens or max_completion_tokens, not both');
+  }
+  if (maxTokens !== undefined) draft.maxTokens = maxTokens;
+  const temperature = numberIn(body, 'temperature', 0, 2);
+  if (temperature !== undefined) draft.temperature = temperature;
+  const topP = numberIn(body, 'top_p', 0, 1);
+  if (topP !== undefined) draft.topP = topP;
+  const stop = decodeStop(body.stop);
+  if (stop !== undefined) draft.stop = stop;
+  if (body.seed !== undefined && body.seed !== null) {
+    if (typeof body.seed !== 'number' || !Number.isSafeInteger(body.seed)) throw errors.invalidField('seed', 'must be an integer');
+    draft.seed = body.seed;
+  }
+  if (body.user !== undefined && body.user !== null) {
+    if (typeof body.user !== 'string') throw errors.invalidField('user', 'must be a string');
+    draft.user = body.user;
+  }
+  if (body.n !== undefined && body.n !== null && body.n !== 1) throw errors.invalidField('n', 'only 1 is supported (one choice per call)');
+
+  const tools = decodeTools(body.tools);
+  if (tools !== undefined) draft.tools = tools;
+  const toolChoice = decodeToolChoice(body.tool_choice, tools);
+  if (toolChoice !== undefined) draft.toolChoice = toolChoice;
+  const parallel = optionalBoolean(body, 'parallel_tool_calls');
+  if (parallel !== undefined) draft.parallelToolCalls = parallel;
+  const format = decodeResponseFormat(body.response_format);
+  if (format !== undefined) draft.responseFormat = format;
+
+  const cache = optionalBoolean(body, 'cache');
+  optionalBoolean(body, 'no_cache');
+  if (cache === true) markCacheBreakpoints(draft.messages);
+
+  const passthrough: JsonObject = {};
+  for (const [key, value] of Object.entries(body)) if (!MAPPED.has(key) && value !== undefined) passthrough[key] = value;
+  if (Object.keys(passthrough).length > 0) draft.passthrough = { family: 'openai', fields: passthrough };
+  return { draft, includeUsage };
+}
+
+function optionalBoolean(body: JsonObject, field: string, name = field): boolean | undefined {
+  const value = body[field];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'boolean') throw errors.invalidField(name, 'must be true or false');
+  return value;
+}
+
+function positiveInt(body: JsonObject, field: string): number | undefined {
+  const value = body[field];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) throw errors.invalidField(field, 'must be a positive integer');
+  return value;
+}
+
+function numberIn(body: JsonObject, field: string, min: number, max: number): number | undefined {
+  const value = body[field];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) throw errors.invalidField(field, `must be a number from ${min} to ${max}`);
+  return value;
+}
+
+function decodeStop(value: unknown): string[] | undefined {
+  if (value === undefined || value === null) return undefined;
+  const list = typeof value === 'string' ? [value] : value;
+  if (!Array.isArray(list) || list.length > 4 || list.some((s) => typeof s !== 'string' || s === '')) {
+    throw errors.invalidField('stop', 'must be a non-empty string or an array of up to 4 non-empty strings');
+  }
+  return list as string[];
+}
+
+function decodeMessages(value: unknown): Message[] {
+  if (value === undefined || value === null) throw errors.missingField('messages');
+  if (!Array.isArray(value) || value.length === 0) throw errors.invalidField('messages', 'must be a non-empty array');
+  const seenCalls = new Set<string>();
+  return value.map((raw, index) => {
+    const at = `messages[${index}]`;
+    if (!isObject(raw)) throw errors.invalidField(at, 'must be an object');
+    const message = decodeMessage(raw, at);
+    if (message.role === 'assistant') for (const call of message.toolCalls) seenCalls.add(call.id);
+    if (message.role === 'tool' && !seenCalls.has(message.toolCallId)) {
+      throw errors.invalidField(`${at}.tool_call_id`, `'${message.toolCallId}' does not answer a tool call of an earlier assistant message`);
+    }
+    return message;
+  });
+}
+
+function decodeMessage(raw: JsonObject, at: string): Message {
+  switch (raw.role) {
+    case 'system':
+    case 'developer':
+      return { role: 'system', content: textParts(raw.content, `${at}.content`, false) };
+    case 'user':
+      return { role: 'user', content: contentParts(raw.content, `${at}.content`) };
+    case 'assistant': {
+      const toolCalls = decodeToolCalls(raw.tool_calls, `${at}.tool_calls`);
+      const content = raw.content === undefined || raw.content === null ? [] : textParts(raw.content, `${at}.content`, true);
+      if (content.length === 0 && toolCalls.length === 0 && raw.content !== '') throw errors.invalidField(`${at}.content`, 'is required unless tool_calls is set');
+      return { role: 'assistant', content, toolCalls };
+    }
+    case 'tool': {
+      if (typeof raw.tool_call_id !== 'string' || raw.tool_call_id === '') throw errors.invalidField(`${at}.tool_call_id`, 'must be the id of the tool call this message answers');
+      return { role: 'tool', toolCallId: raw.tool_call_id, content: textParts(raw.content, `${at}.content`, false) };
+    }
+    case undefined:
+      throw errors.missingField(`${at}.role`);
+    default:
+      throw errors.invalidField(`${at}.role`, 'must be one of system, developer, user, assistant, tool');
+  }
+}
+
+/** String content, or an array of text parts (assistant turns may also hold refusal parts). */
+function textParts(value: unknown, at: string, assistant: boolean): TextPart[] {
+  if (typeof value === 'string') return [{ type: 'text', text: value }];
+  if (!Array.isArray(value)) throw errors.invalidField(at, 'must be a string or an array of text parts');
+  const parts: TextPart[] = [];
+  value.forEach((raw, index) => {
+    if (!isObject(raw)) throw errors.invalidField(`${at}[${index}]`, 'must be an object');
+    if (raw.type === 'text' && typeof raw.text === 'string') parts.push({ type: 'text', text: raw.text });
+    else if (assistant && raw.type === 'refusal') return;
+    else throw errors.invalidField(`${at}[${index}]`, 'must be a text part {"type": "text", "text": "..."}');
+  });
+  return parts;
+}
+
+const DATA_URL = /^data:(image\/[a-z0-9.+-]+);base64,([A-Za-z0-9+/=\s]+)$/i;
+
+function contentParts(value: unknown, at: string): ContentPart[] {
+  if (typeof value === 'string') return [{ type: 'text', text: value }];
+  if (!Array.isArray(value) || value.length === 0) throw errors.invalidField(at, 'must be a string or a non-empty array of content parts');
+  return value.map((raw, index): ContentPart => {
+    const partAt = `${at}[${index}]`;
+    if (!isObject(raw)) throw errors.invalidField(partAt, 'must be an object');
+    if (raw.type === 'text') {
+      if (typeof raw.text !== 'string') throw errors.invalidField(`${partAt}.text`, 'must be a string');
+      return { type: 'text', text: raw.text };
+    }
+    if (raw.type === 'image_url') {
+      const image = raw.image_url;
+      const url = isObject(image) ? image.url : undefined;
+      if (typeof url !== 'string') throw errors.invalidField(`${partAt}.image_url.url`, 'must be a string (an http(s) URL or a data:image/...;base64 URL)');
+      const detail = isObject(image) ? image.detail : undefined;
+      if (detail !== undefined && detail !== 'auto' && detail !== 'low' && detail !== 'high') throw errors.invalidField(`${partAt}.image_url.detail`, 'must be auto, low or high');
+      const part: ContentPart = { type: 'image', source: imageSource(url, `${partAt}.image_url.url`) };
+      if (detail !== undefined) part.detail = detail;
+      return part;
+    }
+    throw errors.invalidField(`${partAt}.type`, 'must be text or image_url (audio and file parts are not supported)');
+  });
+}
+
+export function imageSource(url: string, at: string): ImageSource {
+  const data = DATA_URL.exec(url);
+  if (data) return { kind: 'base64', mediaType: (data[1] as string).toLowerCase(), data: (data[2] as string).replace(/\s/g, '') };
+  if (/^https?:\/\/\S+$/i.test(url)) return { kind: 'url', url };
+  throw errors.invalidField(at, 'must be an http(s) URL or a data:image/<type>;base64,<data> URL');
+}
+
+function decodeToolCalls(value: unknown, at: string): ToolCall[] {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) throw errors.invalidField(at, 'must be an array');
+  return value.map((raw, index) => {
+    const callAt = `${at}[${index}]`;
+    const fn = isObject(raw) ? raw.function : undefined;
+    if (!isObject(raw) || !isObject(fn)) throw errors.invalidField(callAt, 'must be {"id", "type": "function", "function": {"name", "arguments"}}');
+    if (typeof raw.id !== 'string' || raw.id === '') throw errors.invalidField(`${callAt}.id`, 'must be a non-empty string');
+    if (typeof fn.name !== 'string' || fn.name === '') throw errors.invalidField(`${callAt}.function.name`, 'must be a non-empty string');
+    if (typeof fn.arguments !== 'string') throw errors.invalidField(`${callAt}.function.arguments`, 'must be a string of JSON');
+    return { id: raw.id, name: fn.name, arguments: fn.arguments };
+  });
+}
+
+function decodeTools(value: unknown): ToolDefinition[] | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (!Array.isArray(value)) throw errors.invalidField('tools', 'must be an array of function tools');
+  const names = new Set<string>();
+  return value.map((raw, index) => {
+    const at = `tools[${index}]`;
+    if (!isObject(raw) || raw.type !== 'function' || !isObject(raw.function)) throw errors.invalidField(at, 'must be {"type": "function", "function": {"name", "description", "parameters"}}');
+    const fn = raw.function;
+    if (typeof fn.name !== 'string' || !TOOL_NAME.test(fn.name)) throw errors.invalidField(`${at}.function.name`, 'must be 1-64 characters of a-z, A-Z, 0-9, _ and -');
+    if (names.has(fn.name)) throw errors.invalidField(`${at}.function.name`, `duplicate tool name '${fn.name}'`);
+    names.add(fn.name);
+    if (fn.parameters !== undefined && !isObject(fn.parameters)) throw errors.invalidField(`${at}.function.parameters`, 'must be a JSON Schema object');
+    if (fn.description !== undefined && typeof fn.description !== 'string') throw errors.invalidField(`${at}.function.description`, 'must be a string');
+    const tool: ToolDefinition = { name: fn.name, parameters: (fn.parameters as JsonObject | undefined) ?? { type: 'object', properties: {} } };
+    if (typeof fn.description === 'string') tool.description = fn.description;
+    if (typeof fn.strict === 'boolean') tool.strict = fn.strict;
+    return tool;
+  });
+}
+
+function decodeToolChoice(value: unknown, tools: ToolDefinition[] | undefined): ToolChoice | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (value === 'auto' || value === 'none' || value === 'required') {
+    if (value === 'required' && !tools?.length) throw errors.invalidField('tool_choice', 'required needs tools');
+    return { type: value };
+  }
+  if (isObject(value) && value.type === 'function' && isObject(value.function) && typeof value.function.name === 'string') {
+    const name = value.function.name;
+    if (!tools?.some((tool) => tool.name === name)) throw errors.invalidField('tool_choice', `names the function '${name}', which is not in tools`);
+    return { type: 'tool', name };
+  }
+  throw errors.invalidField('tool_choice', 'must be "auto", "none", "required" or {"type": "function", "function": {"name"}}');
+}
+
+function decodeResponseFormat(value: unknown): ResponseFormat | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (!isObject(value)) throw errors.invalidField('response_format', 'must be an object');
+  if (value.type === 'text' || value.type === 'json_object') return { type: value.type };
+  if (value.type === 'json_schema') {
+    const spec = value.json_schema;
+    if (!isObject(spec)) throw errors.invalidField('response_format.json_schema', 'is required for type json_schema');
+    if (typeof spec.name !== 'string' || !TOOL_NAME.test(spec.name)) throw errors.invalidField('response_format.json_schema.name', 'must be 1-64 characters of a-z, A-Z, 0-9, _ and -');
+    if (spec.schema !== undefined && !isObject(spec.schema)) throw errors.invalidField('response_format.json_schema.schema', 'must be a JSON Schema object');
+    const format: ResponseFormat = { type: 'json_schema', name: spec.name, schema: (spec.schema as JsonObject | undefined) ?? { type: 'object' } };
+    if (typeof spec.strict === 'boolean') format.strict = spec.strict;
+    if (typeof spec.description === 'string') format.description = spec.description;
+    return format;
+  }
+  throw errors.invalidField('response_format.type', 'must be text, json_object or json_schema');
+}
+
+/** `cache: true`: prompt-caching breakpoints on the system prompt and the last user turn (Claude honours them). */
+function markCacheBreakpoints(messages: Message[]): void {
+  const lastSystem = messages.filter((m) => m.role === 'system').at(-1);
+  const lastUser = messages.filter((m) => m.role === 'user').at(-1);
+  for (const message of [lastSystem, lastUser]) {
+    const part = message?.content.at(-1);
+    if (part) part.cacheControl = { type: 'ephemeral' };
+  }
+}

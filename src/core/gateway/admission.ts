@@ -1,0 +1,138 @@
+import type { ModelConfig } from '../../config/types.js';
+import { GatewayError } from '../errors.js';
+import type { HoldRef, HoldStore } from '../limits/holds.js';
+import type { RateDecision, RateLimiter } from '../limits/rate-limit.js';
+import { formatInrDisplay } from '../money.js';
+import { affordableOutputTokens, worstCaseMicros } from '../pricing.js';
+import type { Store } from '../../store/store.js';
+
+export interface AdmissionInput {
+  requestId: string;
+  accountId: string;
+  apiKeyId: string;
+  rateLimit: number;
+  model: ModelConfig;
+  /** Upper bound of the prompt's tokens. */
+  promptTokens: number;
+  /** The client's output limit; when absent the gateway picks the most the wallet covers. */
+  requestedMaxTokens: number | undefined;
+}
+
+export interface Admission {
+  hold: HoldRef;
+  maxTokens: number;
+  rate: RateDecision;
+}
+
+/** When the catalog states no output limit, and the client none either. */
+const DEFAULT_MAX_TOKENS = 4096;
+
+/**
+ * Admission, before any upstream call: the key's rate limit, then its budget, then a hold of
+ * the call's worst-case cost against the wallet and the key budget. The hold is taken first
+ * and the balance read after it, so a concurrent settlement is always seen (holds.ts).
+ */
+export class Admitter {
+  constructor(
+    private readonly store: Store,
+    private readonly limiter: RateLimiter,
+    private readonly holds: HoldStore,
+  ) {}
+
+  async admit(input: AdmissionInput): Promise<Admission> {
+    const rate = await this.limiter.check(input.apiKeyId, input.rateLimit, input.requestId);
+    if (!rate.allowed) throw rateLimited(rate);
+
+    const key = this.store.apiKeys.byId(input.apiKeyId);
+    if (key && key.budgetMicros !== null && key.spentMicros >= key.budgetMicros) {
+      throw new GatewayError({
+        status: 402,
+        type: 'budget_exceeded',
+        code: 'budget_exceeded',
+        message: `this API key has used its budget of ${formatInrDisplay(key.budgetMicros)}: raise the key's budget or use another key`,
+      });
+    }
+
+    // An empty wallet pays for nothing, not even a free model's call.
+    const balance = this.store.accounts.byId(input.accountId)?.balanceMicros ?? 0;
+    if (balance <= 0) {
+      throw new GatewayError({
+        status: 402,
+        type: 'insufficient_credits',
+        code: 'insufficient_credits',
+        message: `insufficient credits: the wallet balance is ${formatInrDisplay(balance)}; top up the wallet`,
+      });
+    }
+
+    const modelMax = input.model.maxOutputTokens;
+    if (input.requestedMaxTokens !== undefined && modelMax !== undefined && input.requestedMaxTokens > modelMax) {
+      throw new GatewayError({
+        status: 400,
+        type: 'invalid_request_error',
+        code: 'invalid_field',
+        param: 'max_tokens',
+        message: `max_tokens: must be at most ${modelMax} for ${input.model.id}`,
+      });
+    }
+    let maxTokens = input.requestedMaxTokens ?? modelMax ?? DEFAULT_MAX_TOKENS;
+    const hold: HoldRef = { id: input.requestId, accountId: input.accountId, keyId: input.apiKeyId, amountMicros: 0 };
+
+    // At most twice: the worst case for the asked (or default) limit, then, when the client
+    // set no limit, the largest limit the money covers.
+    for (let attempt = 0; attempt < 2; attempt++) {
+      hold.amountMicros = worstCaseMicros(input.model.pricing, input.promptTokens, maxTokens);
+      const totals = await this.holds.acquire(hold);
+      const account = this.store.accounts.byId(input.accountId);
+      const fresh = this.store.apiKeys.byId(input.apiKeyId);
+      const others = { account: totals.accountHeldMicros - hold.amountMicros, key: totals.keyHeldMicros - hold.amountMicros };
+      const walletFree = (account?.balanceMicros ?? 0) - others.account;
+      const keyFree = fresh?.budgetMicros === null || fresh === undefined ? Number.POSITIVE_INFINITY : fresh.budgetMicros - fresh.spentMicros - others.key;
+      const free = Math.min(walletFree, keyFree);
+      if (hold.amountMicros <= free) return { hold, maxTokens, rate };
+      await this.holds.release(hold);
+
+      const affordable = Math.min(affordableOutputTokens(input.model.pricing, input.promptTokens, free), modelMax ?? Number.MAX_SAFE_INTEGER);
+      if (input.requestedMaxTokens === undefined && affordable >= 1 && attempt === 0) {
+        maxTokens = affordable;
+        continue;
+      }
+      throw keyFree < walletFree
+        ? new GatewayError({
+            status: 402,
+            type: 'budget_exceeded',
+            code: 'budget_exceeded',
+            message: `this API key's remaining budget (${formatInrDisplay(Math.max(0, keyFree))}${others.key > 0 ? ` after ${formatInrDisplay(others.key)} held by calls in progress` : ''}) ${coverage(affordable, input.model.id)}`,
+          })
+        : new GatewayError({
+            status: 402,
+            type: 'insufficient_credits',
+            code: 'insufficient_credits',
+            message: `insufficient credits: the wallet balance is ${formatInrDisplay(account?.balanceMicros ?? 0)}${others.account > 0 ? ` with ${formatInrDisplay(others.account)} held by calls in progress` : ''}, which ${coverage(affordable, input.model.id)}; top up the wallet`,
+          });
+    }
+    throw new Error('unreachable');
+  }
+}
+
+function coverage(affordable: number, model: string): string {
+  return affordable >= 1 ? `covers at most max_tokens=${affordable} for ${model}` : `does not cover this prompt on ${model}`;
+}
+
+function rateLimited(rate: RateDecision): GatewayError {
+  return new GatewayError({
+    status: 429,
+    type: 'rate_limit_error',
+    code: 'rate_limit_exceeded',
+    message: `rate limit of ${rate.limit} requests per minute reached for this API key: retry in ${Math.ceil(rate.retryAfterMs / 1000)} s`,
+    headers: { 'retry-after': String(Math.ceil(rate.retryAfterMs / 1000)), ...rateHeaders(rate) },
+  });
+}
+
+/** The x-ratelimit-* headers OpenAI clients read. */
+export function rateHeaders(rate: RateDecision): Record<string, string> {
+  return {
+    'x-ratelimit-limit-requests': String(rate.limit),
+    'x-ratelimit-remaining-requests': String(rate.remaining),
+    'x-ratelimit-reset-requests': `${Number((rate.resetMs / 1000).toFixed(3))}s`,
+  };
+}

@@ -1,0 +1,296 @@
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { GatewayConfig, ModelConfig, ProviderConfig } from '../../config/types.js';
+import { PROVIDER_FAMILIES } from '../../providers/registry.js';
+import { upstreamHttpError, upstreamMalformed } from '../../providers/shared/errors.js';
+import { SseParser } from '../../providers/shared/sse-parser.js';
+import { classifyUpstreamError, type UpstreamClient, type UpstreamResponse } from '../../providers/shared/upstream.js';
+import type { ProviderFamily, TranslationContext, UpstreamRequest } from '../../providers/types.js';
+import type { ChatRequest, ChatResult, GatewayStreamEvent, StreamPart, Usage } from '../canonical.js';
+import type { Catalog } from '../catalog.js';
+import { CallAborted, GatewayError, isGatewayError } from '../errors.js';
+import { formatMicros } from '../money.js';
+import { countPromptTokens, countTextTokens, promptTokenBound } from '../tokens.js';
+import { rateHeaders, type Admission, type Admitter } from './admission.js';
+import { inlineRemoteImages } from './images.js';
+import type { Settlement } from './settlement.js';
+
+/** A decoded chat call before the gateway resolved its model and output limit. */
+export interface ChatDraft extends Omit<ChatRequest, 'model' | 'upstreamModel' | 'maxTokens'> {
+  model: string;
+  maxTokens?: number;
+  /** Request fields the ingress accepted but no provider can act on. */
+  ignoredParams?: string[];
+}
+
+/** Who calls and how; the gateway never sees the HTTP request itself. */
+export interface CallContext {
+  requestId: string;
+  endpoint: string;
+  accountId: string;
+  apiKeyId: string;
+  rateLimit: number;
+  /** Aborted when the client goes away. */
+  signal: AbortSignal;
+  startedAt: number;
+}
+
+export interface ChatOutcome {
+  result: ChatResult;
+  usage: Usage;
+  model: ModelConfig;
+  costMicros: number;
+  headers: Record<string, string>;
+}
+
+export interface ChatStreamOutcome {
+  model: ModelConfig;
+  headers: Record<string, string>;
+  /** Deltas as they arrive, then (after settlement) `usage` and `finish`, or one `error`. */
+  events: AsyncGenerator<GatewayStreamEvent, void, undefined>;
+}
+
+interface Prepared {
+  model: ModelConfig;
+  provider: ProviderConfig;
+  family: ProviderFamily;
+  request: ChatRequest;
+  admission: Admission;
+  call: UpstreamRequest;
+  headers: Record<string, string>;
+}
+
+const translation: TranslationContext = { newToolCallId: () => `call_${randomBytes(12).toString('base64url')}` };
+
+/** A cap on upstream error bodies read into memory. */
+const MAX_ERROR_BODY = 64 * 1024;
+
+/**
+ * The chat path every ingress format shares: resolve model ► admit (rate limit, budget,
+ * hold) ► call the provider ► meter ► settle. Errors after admission still settle (usage row,
+ * no charge when nothing was produced) so that no hold outlives its call.
+ */
+export class ChatService {
+  constructor(
+    private readonly config: GatewayConfig,
+    private readonly catalog: Catalog,
+    private readonly admitter: Admitter,
+    private readonly settlement: Settlement,
+    private readonly upstream: UpstreamClient,
+    private readonly logger: Logger,
+  ) {}
+
+  async complete(draft: ChatDraft, ctx: CallContext): Promise<ChatOutcome> {
+    const prepared = await this.prepare({ ...draft, stream: false }, ctx);
+    const { model, family, request, headers } = prepared;
+    let result: ChatResult;
+    let usage: Usage;
+    try {
+      const response = await this.send(prepared, ctx);
+      let text: string;
+      try {
+        text = await response.body.text();
+      } catch (error) {
+        throw classifyUpstreamError(prepared.provider.name, error, ctx.signal, 'the answer');
+      }
+      let json: unknown;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        throw upstreamMalformed(prepared.provider.name, 'a response that is not JSON');
+      }
+      result = family.parseChatResponse(json, request, translation);
+      usage = result.usage ?? (await estimateUsage(request, result.text, result.toolCalls.map((c) => c.name + c.arguments).join('')));
+    } catch (error) {
+      await this.settleFailure(prepared, ctx, error);
+      throw error;
+    }
+    // Outside the try: a failed settlement must not be settled a second time as a failure.
+    const record = await this.settle(prepared, ctx, usage, 200);
+    return { result, usage, model, costMicros: record.costMicros, headers: { ...headers, 'x-gateway-cost-inr': formatMicros(record.costMicros) } };
+  }
+
+  async stream(draft: ChatDraft, ctx: CallContext): Promise<ChatStreamOutcome> {
+    const prepared = await this.prepare({ ...draft, stream: true }, ctx);
+    let response: UpstreamResponse;
+    try {
+      response = await this.send(prepared, ctx);
+    } catch (error) {
+      await this.settleFailure(prepared, ctx, error);
+      throw error;
+    }
+    return { model: prepared.model, headers: prepared.headers, events: this.relay(prepared, response, ctx) };
+  }
+
+  /** Upstream SSE ► parser ► provider decoder ► meter ► the ingress encoder (which pulls, so backpressure holds). */
+  private async *relay(prepared: Prepared, response: UpstreamResponse, ctx: CallContext): AsyncGenerator<GatewayStreamEvent, void, undefined> {
+    const parser = new SseParser();
+    const decoder = prepared.family.createStreamDecoder(prepared.request, prepared.provider, translation);
+    let usage: Usage | undefined;
+    let finish: StreamPart | undefined;
+    let text = '';
+    let toolText = '';
+    let settled = false;
+    const meter = (part: StreamPart): StreamPart | undefined => {
+      switch (part.type) {
+        case 'usage':
+          usage = part.usage;
+          return undefined;
+        case 'finish':
+          finish = part;
+          return undefined;
+        case 'text-delta':
+          text += part.text;
+          return part;
+        case 'tool-call-start':
+          toolText += part.name;
+          return part;
+        case 'tool-call-delta':
+          toolText += part.argumentsDelta;
+          return part;
+      }
+    };
+    const billable = async (): Promise<Usage | undefined> => usage ?? (text || toolText ? estimateUsage(prepared.request, text, toolText) : undefined);
+
+    try {
+      let failure: GatewayError | undefined;
+      try {
+        for await (const chunk of response.body as AsyncIterable<Buffer>) {
+          for (const event of parser.push(chunk)) {
+            for (const part of decoder.push(event)) {
+              const out = meter(part);
+              if (out) yield out;
+            }
+          }
+        }
+        for (const event of parser.end()) for (const part of decoder.push(event)) if (meter(part)) yield part;
+        for (const part of decoder.end()) if (meter(part)) yield part;
+      } catch (error) {
+        const classified = isGatewayError(error) ? error : classifyUpstreamError(prepared.provider.name, error, ctx.signal, 'the answer');
+        if (classified instanceof CallAborted) return; // settled in finally, as a client abort
+        failure = classified;
+      }
+      if (failure) {
+        settled = true;
+        await this.settle(prepared, ctx, await billable(), failure.status, failure.code);
+        yield { type: 'error', error: failure };
+        return;
+      }
+      // The ledger has the call before the client gets its last bytes.
+      const final = await billable();
+      settled = true;
+      await this.settle(prepared, ctx, final, 200);
+      if (final) yield { type: 'usage', usage: final };
+      yield finish ?? { type: 'finish', finishReason: 'stop' };
+    } finally {
+      if (!settled) {
+        response.body.destroy();
+        await this.settle(prepared, ctx, await billable(), 499, 'client_disconnected').catch((error: unknown) =>
+          this.logger.error({ err: error, req_id: ctx.requestId }, 'could not settle an aborted call'),
+        );
+      }
+    }
+  }
+
+  private async prepare(draft: ChatDraft, ctx: CallContext): Promise<Prepared> {
+    const model = this.catalog.resolve(draft.model, 'chat');
+    const provider = this.config.providers[model.provider] as ProviderConfig;
+    if (!provider.apiKey && provider.apiKeyEnv) {
+      throw new GatewayError({
+        status: 503,
+        type: 'service_unavailable',
+        code: 'provider_not_configured',
+        message: `provider '${provider.name}' has no API key: set ${provider.apiKeyEnv} in the gateway's environment and restart it`,
+      });
+    }
+    const family = PROVIDER_FAMILIES[provider.type];
+    const messages = family.fetchesImageUrls ? draft.messages : await inlineRemoteImages(draft.messages, ctx.signal);
+    const { ignoredParams: ingressIgnored = [], maxTokens: requestedMaxTokens, ...rest } = draft;
+    const promptTokens = promptTokenBound({ messages, ...(rest.tools ? { tools: rest.tools } : {}), ...(rest.responseFormat ? { responseFormat: rest.responseFormat } : {}) });
+    const admission = await this.admitter.admit({
+      requestId: ctx.requestId,
+      accountId: ctx.accountId,
+      apiKeyId: ctx.apiKeyId,
+      rateLimit: ctx.rateLimit,
+      model,
+      promptTokens,
+      requestedMaxTokens,
+    });
+    const request: ChatRequest = { ...rest, messages, model: model.id, upstreamModel: model.upstreamModel, maxTokens: admission.maxTokens };
+    const call = family.buildChatRequest(request, provider);
+    const ignored = [...ingressIgnored, ...call.ignoredParams];
+    // Extra fields of the ingress's own wire family mean nothing to another family.
+    if (request.passthrough && request.passthrough.family !== provider.type) ignored.push(...Object.keys(request.passthrough.fields));
+    const headers: Record<string, string> = { ...rateHeaders(admission.rate), 'x-gateway-model': model.id };
+    if (ignored.length > 0) headers['x-gateway-ignored-params'] = [...new Set(ignored)].join(', ');
+    return { model, provider, family, request, admission, call, headers };
+  }
+
+  /** Sends the upstream request; a non-2xx answer becomes the normalized error. */
+  private async send(prepared: Prepared, ctx: CallContext): Promise<UpstreamResponse> {
+    const response = await this.upstream.send(prepared.provider, prepared.call, ctx.signal);
+    if (response.status < 300) return response;
+    let body: unknown;
+    try {
+      const text = await readLimited(response, MAX_ERROR_BODY);
+      body = JSON.parse(text);
+    } catch {
+      body = undefined;
+    }
+    const retryAfter = response.headers['retry-after'];
+    throw upstreamHttpError(prepared.provider.name, response.status, prepared.family.errorMessage(body), typeof retryAfter === 'string' ? retryAfter : undefined);
+  }
+
+  private settle(prepared: Prepared, ctx: CallContext, usage: Usage | undefined, status: number, errorType?: string) {
+    return this.settlement.settle({
+      requestId: ctx.requestId,
+      accountId: ctx.accountId,
+      apiKeyId: ctx.apiKeyId,
+      model: prepared.model,
+      endpoint: ctx.endpoint,
+      stream: prepared.request.stream,
+      usage,
+      status,
+      ...(errorType === undefined ? {} : { errorType }),
+      startedAt: ctx.startedAt,
+      hold: prepared.admission.hold,
+    });
+  }
+
+  /** A call that failed before producing anything: a usage row, no charge, the hold released. */
+  private async settleFailure(prepared: Prepared, ctx: CallContext, error: unknown): Promise<void> {
+    const aborted = error instanceof CallAborted;
+    const status = aborted ? 499 : isGatewayError(error) ? error.status : 500;
+    const code = aborted ? 'client_disconnected' : isGatewayError(error) ? error.code : 'internal_error';
+    try {
+      await this.settle(prepared, ctx, undefined, status, code);
+    } catch (settleError) {
+      this.logger.error({ err: settleError, req_id: ctx.requestId }, 'could not settle a failed call');
+    }
+  }
+}
+
+/** Billing counts for a call the upstream reported no usage for. */
+async function estimateUsage(request: ChatRequest, text: string, toolText: string): Promise<Usage> {
+  return {
+    inputTokens: await countPromptTokens(request),
+    outputTokens: (await countTextTokens(text)) + (await countTextTokens(toolText)),
+    cacheReadTokens: 0,
+    cacheWriteTokens: 0,
+    reasoningTokens: 0,
+  };
+}
+
+async function readLimited(response: UpstreamResponse, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of response.body as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) {
+      response.body.destroy();
+      break;
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}

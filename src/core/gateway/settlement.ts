@@ -1,0 +1,76 @@
+import type { Logger } from 'pino';
+import type { ModelConfig } from '../../config/types.js';
+import type { Usage } from '../canonical.js';
+import type { HoldRef, HoldStore } from '../limits/holds.js';
+import type { UsageService } from '../management/usage.js';
+import { costMicros } from '../pricing.js';
+import type { Store } from '../../store/store.js';
+import type { UsageRecord } from '../../store/usage.js';
+
+export interface SettleInput {
+  requestId: string;
+  accountId: string;
+  apiKeyId: string;
+  model: ModelConfig;
+  endpoint: string;
+  stream: boolean;
+  /** Tokens the call used; undefined when it produced nothing billable. */
+  usage: Usage | undefined;
+  /** The HTTP status the client saw (499 when it went away). */
+  status: number;
+  errorType?: string;
+  startedAt: number;
+  hold: HoldRef;
+}
+
+/**
+ * Ends a call: the actual cost is charged and the usage row written in one SQLite
+ * transaction, then the hold is released and the row published to live listeners. A charge
+ * never exceeds the call's hold, so a wallet or key budget is never overspent even if a
+ * provider reports more tokens than the bound the hold was computed from.
+ */
+export class Settlement {
+  constructor(
+    private readonly store: Store,
+    private readonly holds: HoldStore,
+    private readonly usage: UsageService,
+    private readonly logger: Logger,
+  ) {}
+
+  async settle(input: SettleInput): Promise<UsageRecord> {
+    try {
+      const usage = input.usage;
+      let cost = usage ? costMicros(input.model.pricing, usage) : 0;
+      if (cost > input.hold.amountMicros) {
+        this.logger.warn({ req_id: input.requestId, cost, hold: input.hold.amountMicros, model: input.model.id }, 'cost above the hold: charged the hold');
+        cost = input.hold.amountMicros;
+      }
+      const now = Date.now();
+      const record = this.store.transaction(() => {
+        if (cost > 0) this.store.ledger.charge({ accountId: input.accountId, amountMicros: cost, requestId: input.requestId, apiKeyId: input.apiKeyId, now });
+        return this.store.usage.insert({
+          requestId: input.requestId,
+          accountId: input.accountId,
+          apiKeyId: input.apiKeyId,
+          model: input.model.id,
+          provider: input.model.provider,
+          endpoint: input.endpoint,
+          stream: input.stream,
+          inputTokens: usage?.inputTokens ?? 0,
+          outputTokens: usage?.outputTokens ?? 0,
+          cacheReadTokens: usage?.cacheReadTokens ?? 0,
+          cacheWriteTokens: usage?.cacheWriteTokens ?? 0,
+          costMicros: cost,
+          status: input.status,
+          errorType: input.errorType ?? null,
+          latencyMs: Math.max(0, now - input.startedAt),
+          createdAt: now,
+        });
+      });
+      this.usage.publish(record);
+      return record;
+    } finally {
+      await this.holds.release(input.hold).catch((error: unknown) => this.logger.error({ err: error, req_id: input.requestId }, 'could not release a hold'));
+    }
+  }
+}

@@ -1,0 +1,200 @@
+import type { Redis } from 'ioredis';
+
+/**
+ * Wallet holds: while a call runs, its worst-case cost is reserved against the account's
+ * balance and the key's budget, so concurrent calls can never together spend more than
+ * either. A hold is taken *before* the balance is read (see Admission in gateway.ts): any
+ * settlement that released a hold before ours was counted has already charged the ledger,
+ * so the balance read afterwards reflects it, and the check can only err on the safe side.
+ */
+
+export interface HoldRef {
+  id: string;
+  accountId: string;
+  keyId: string;
+  amountMicros: number;
+}
+
+export interface HoldTotals {
+  /** Sum of open holds on the account, this one included. */
+  accountHeldMicros: number;
+  /** Sum of open holds on the key, this one included. */
+  keyHeldMicros: number;
+}
+
+export interface HoldStore {
+  acquire(hold: HoldRef): Promise<HoldTotals>;
+  release(hold: HoldRef): Promise<void>;
+  /** Totals without taking a hold (for 402 messages). */
+  held(accountId: string, keyId: string): Promise<HoldTotals>;
+  close(): void;
+}
+
+/** In process: nothing survives a restart, so no hold outlives its call. */
+export class MemoryHoldStore implements HoldStore {
+  private readonly byAccount = new Map<string, number>();
+  private readonly byKey = new Map<string, number>();
+  private readonly open = new Set<string>();
+
+  async acquire(hold: HoldRef): Promise<HoldTotals> {
+    if (!this.open.has(hold.id)) {
+      this.open.add(hold.id);
+      add(this.byAccount, hold.accountId, hold.amountMicros);
+      add(this.byKey, hold.keyId, hold.amountMicros);
+    }
+    return this.heldSync(hold.accountId, hold.keyId);
+  }
+
+  async release(hold: HoldRef): Promise<void> {
+    if (!this.open.delete(hold.id)) return;
+    add(this.byAccount, hold.accountId, -hold.amountMicros);
+    add(this.byKey, hold.keyId, -hold.amountMicros);
+  }
+
+  async held(accountId: string, keyId: string): Promise<HoldTotals> {
+    return this.heldSync(accountId, keyId);
+  }
+
+  heldSync(accountId: string, keyId: string): HoldTotals {
+    return { accountHeldMicros: this.byAccount.get(accountId) ?? 0, keyHeldMicros: this.byKey.get(keyId) ?? 0 };
+  }
+
+  close(): void {}
+}
+
+function add(map: Map<string, number>, id: string, delta: number): void {
+  const next = (map.get(id) ?? 0) + delta;
+  if (next === 0) map.delete(id);
+  else map.set(id, next);
+}
+
+// Holds live in two hashes (per account, per key: hold id → µINR) plus one sorted set of
+// leases (score: expiry, member: "instance|account|key|hold"). Every script first drops
+// expired leases, so a crashed daemon's holds disappear when their lease runs out.
+const PURGE = `
+local function purge(leases, prefix, now)
+  local expired = redis.call('ZRANGEBYSCORE', leases, '-inf', now)
+  for _, member in ipairs(expired) do
+    local _, _, account, key, id = string.find(member, '^[^|]*|([^|]*)|([^|]*)|(.*)$')
+    redis.call('HDEL', prefix .. 'hold:acct:' .. account, id)
+    redis.call('HDEL', prefix .. 'hold:key:' .. key, id)
+  end
+  if #expired > 0 then redis.call('ZREMRANGEBYSCORE', leases, '-inf', now) end
+end
+local function total(hash)
+  local sum = 0
+  for _, v in ipairs(redis.call('HVALS', hash)) do sum = sum + tonumber(v) end
+  return sum
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+`;
+
+// KEYS: account hash, key hash, leases. ARGV: prefix, hold id, amount, lease member, lease ms.
+const ACQUIRE = `${PURGE}
+purge(KEYS[3], ARGV[1], now)
+redis.call('HSET', KEYS[1], ARGV[2], ARGV[3])
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+redis.call('ZADD', KEYS[3], now + tonumber(ARGV[5]), ARGV[4])
+return {total(KEYS[1]), total(KEYS[2])}
+`;
+
+const RELEASE = `
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[2])
+return 1
+`;
+
+const HELD = `${PURGE}
+purge(KEYS[3], ARGV[1], now)
+return {total(KEYS[1]), total(KEYS[2])}
+`;
+
+// Extends the leases of this daemon's open holds. ARGV: lease ms, members...
+const RENEW = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+for i = 2, #ARGV do redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[1]), ARGV[i]) end
+return 1
+`;
+
+// Drops every hold of one daemon instance (its previous run crashed). ARGV: prefix, instance.
+const CLEAR_INSTANCE = `
+local members = redis.call('ZRANGE', KEYS[1], 0, -1)
+local n = 0
+for _, member in ipairs(members) do
+  local _, _, instance, account, key, id = string.find(member, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
+  if instance == ARGV[2] then
+    redis.call('HDEL', ARGV[1] .. 'hold:acct:' .. account, id)
+    redis.call('HDEL', ARGV[1] .. 'hold:key:' .. key, id)
+    redis.call('ZREM', KEYS[1], member)
+    n = n + 1
+  end
+end
+return n
+`;
+
+const LEASE_MS = 180_000;
+const RENEW_EVERY_MS = 60_000;
+
+/**
+ * Shared through Redis, one atomic script per operation. Leases bound how long a crashed
+ * daemon's holds linger; at start a daemon also drops the holds its previous run left.
+ */
+export class RedisHoldStore implements HoldStore {
+  private readonly mine = new Map<string, string>();
+  private readonly timer: NodeJS.Timeout;
+  private readonly leases: string;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+    private readonly instance: string,
+  ) {
+    this.leases = `${prefix}hold:leases`;
+    this.timer = setInterval(() => void this.renew(), RENEW_EVERY_MS);
+    this.timer.unref();
+  }
+
+  /** Removes holds left by this instance's previous run. Returns how many. */
+  async clearStale(): Promise<number> {
+    return Number(await this.redis.eval(CLEAR_INSTANCE, 1, this.leases, this.prefix, this.instance));
+  }
+
+  async acquire(hold: HoldRef): Promise<HoldTotals> {
+    const member = `${this.instance}|${hold.accountId}|${hold.keyId}|${hold.id}`;
+    this.mine.set(hold.id, member);
+    const reply = (await this.redis.eval(ACQUIRE, 3, ...this.keys(hold.accountId, hold.keyId), this.prefix, hold.id, hold.amountMicros, member, LEASE_MS)) as number[];
+    return { accountHeldMicros: Number(reply[0]), keyHeldMicros: Number(reply[1]) };
+  }
+
+  async release(hold: HoldRef): Promise<void> {
+    const member = this.mine.get(hold.id);
+    if (member === undefined) return;
+    this.mine.delete(hold.id);
+    await this.redis.eval(RELEASE, 3, ...this.keys(hold.accountId, hold.keyId), hold.id, member);
+  }
+
+  async held(accountId: string, keyId: string): Promise<HoldTotals> {
+    const reply = (await this.redis.eval(HELD, 3, ...this.keys(accountId, keyId), this.prefix)) as number[];
+    return { accountHeldMicros: Number(reply[0]), keyHeldMicros: Number(reply[1]) };
+  }
+
+  close(): void {
+    clearInterval(this.timer);
+  }
+
+  private keys(accountId: string, keyId: string): [string, string, string] {
+    return [`${this.prefix}hold:acct:${accountId}`, `${this.prefix}hold:key:${keyId}`, this.leases];
+  }
+
+  private async renew(): Promise<void> {
+    if (this.mine.size === 0) return;
+    try {
+      await this.redis.eval(RENEW, 1, this.leases, LEASE_MS, ...this.mine.values());
+    } catch {
+      // Redis unreachable: the next renewal tries again; leases are three renewals long.
+    }
+  }
+}

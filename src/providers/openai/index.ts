@@ -1,0 +1,14 @@
+import type { ProviderFamily } from '../types.js';
+import { nestedErrorMessage } from '../shared/json.js';
+import { buildOpenAiChatRequest } from './convert-request.js';
+import { parseOpenAiChatResponse } from './parse-response.js';
+import { createOpenAiStreamDecoder } from './stream.js';
+
+/** OpenAI and every OpenAI-compatible vendor (groq, mistral, deepseek, ollama, vllm, ...). */
+export const openAiFamily: ProviderFamily = {
+  fetchesImageUrls: true,
+  buildChatRequest: buildOpenAiChatRequest,
+  parseChatResponse: (body, _request, context) => parseOpenAiChatResponse(body, context),
+  createStreamDecoder: (_request, provider, context) => createOpenAiStreamDecoder(provider.name, context),
+  errorMessage: nestedErrorMessage,
+};

@@ -1,0 +1,65 @@
+import type { FinishReason, StreamPart } from '../../core/canonical.js';
+import { upstreamMalformed, upstreamStreamError } from '../shared/errors.js';
+import { asArray, asRecord, asString, nestedErrorMessage } from '../shared/json.js';
+import type { SseEvent } from '../shared/sse-parser.js';
+import type { StreamDecoder, TranslationContext } from '../types.js';
+import { mapOpenAiFinishReason, mapOpenAiUsage } from './parse-response.js';
+
+/**
+ * OpenAI chat completion chunks → canonical parts. The finish reason arrives before the
+ * usage chunk, so `finish` is emitted at the end of the stream.
+ */
+export function createOpenAiStreamDecoder(provider: string, context: TranslationContext): StreamDecoder {
+  let finish: string | undefined;
+  const started = new Set<number>();
+  let sawToolCall = false;
+  let done = false;
+
+  return {
+    push(event: SseEvent): StreamPart[] {
+      if (event.data === '[DONE]') {
+        done = true;
+        return [];
+      }
+      let chunk: unknown;
+      try {
+        chunk = JSON.parse(event.data);
+      } catch {
+        throw upstreamMalformed(provider, 'a stream event that is not JSON');
+      }
+      const root = asRecord(chunk);
+      if (!root) throw upstreamMalformed(provider, 'a stream event that is not a JSON object');
+      if (root.error !== undefined || event.event === 'error') throw upstreamStreamError(provider, nestedErrorMessage(root));
+      const parts: StreamPart[] = [];
+      const choice = asRecord(asArray(root.choices)[0]);
+      if (choice) {
+        const delta = asRecord(choice.delta) ?? {};
+        const text = asString(delta.content);
+        if (text) parts.push({ type: 'text-delta', text });
+        for (const raw of asArray(delta.tool_calls)) {
+          const call = asRecord(raw) ?? {};
+          const index = typeof call.index === 'number' ? call.index : 0;
+          const fn = asRecord(call.function) ?? {};
+          if (!started.has(index)) {
+            started.add(index);
+            sawToolCall = true;
+            parts.push({ type: 'tool-call-start', index, id: asString(call.id) ?? context.newToolCallId(), name: asString(fn.name) ?? '' });
+          }
+          const args = asString(fn.arguments);
+          if (args) parts.push({ type: 'tool-call-delta', index, argumentsDelta: args });
+        }
+        const reason = asString(choice.finish_reason);
+        if (reason) finish = reason;
+      }
+      const usage = asRecord(root.usage);
+      if (usage) parts.push({ type: 'usage', usage: mapOpenAiUsage(usage) });
+      return parts;
+    },
+    end(): StreamPart[] {
+      // A stream cut short (no finish_reason, no [DONE]) is a failure, not a short answer.
+      if (!done && finish === undefined) throw upstreamMalformed(provider, 'a stream that ended before its last chunk');
+      const reason: FinishReason = mapOpenAiFinishReason(finish, sawToolCall);
+      return [{ type: 'finish', finishReason: reason }];
+    },
+  };
+}

@@ -1,0 +1,77 @@
+import { Agent, request, type Dispatcher } from 'undici';
+import type { ProviderConfig } from '../../config/types.js';
+import { CallAborted, type GatewayError } from '../../core/errors.js';
+import type { UpstreamRequest } from '../types.js';
+import { upstreamBroken, upstreamTimeout } from './errors.js';
+
+export interface UpstreamResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Dispatcher.ResponseData['body'];
+}
+
+/**
+ * Upstream HTTP: `undici.request` on one kept-alive Agent per provider (connect timeout
+ * there), with the first-byte timeout as `headersTimeout` and the between-chunks timeout as
+ * `bodyTimeout`. Aborting the signal (client disconnect) destroys the upstream socket.
+ */
+export class UpstreamClient {
+  private readonly agents = new Map<string, Agent>();
+
+  async send(provider: ProviderConfig, call: UpstreamRequest, signal: AbortSignal): Promise<UpstreamResponse> {
+    try {
+      const response = await request(call.url, {
+        method: 'POST',
+        headers: call.headers,
+        body: JSON.stringify(call.body),
+        dispatcher: this.agent(provider),
+        signal,
+        headersTimeout: provider.timeouts.firstByteMs,
+        bodyTimeout: provider.timeouts.idleMs,
+      });
+      return { status: response.statusCode, headers: response.headers, body: response.body };
+    } catch (error) {
+      throw classifyUpstreamError(provider.name, error, signal, 'the response');
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.agents.values()].map((agent) => agent.close()));
+    this.agents.clear();
+  }
+
+  private agent(provider: ProviderConfig): Agent {
+    let agent = this.agents.get(provider.name);
+    if (!agent) {
+      agent = new Agent({
+        connect: { timeout: provider.timeouts.connectMs },
+        keepAliveTimeout: 30_000,
+        keepAliveMaxTimeout: 600_000,
+        connections: 256,
+      });
+      this.agents.set(provider.name, agent);
+    }
+    return agent;
+  }
+}
+
+/** An exception from undici (sending, or reading the body) as the error the client should see. */
+export function classifyUpstreamError(provider: string, error: unknown, signal: AbortSignal, waitingFor: string): GatewayError | CallAborted {
+  if (signal.aborted) return new CallAborted('client disconnected');
+  const code = (error as { code?: string }).code;
+  switch (code) {
+    case 'UND_ERR_CONNECT_TIMEOUT':
+      return upstreamTimeout(provider, 'a connection');
+    case 'UND_ERR_HEADERS_TIMEOUT':
+      return upstreamTimeout(provider, waitingFor);
+    case 'UND_ERR_BODY_TIMEOUT':
+      return upstreamTimeout(provider, 'the next part of the answer');
+    case 'ECONNREFUSED':
+      return upstreamBroken(provider, 'connection refused');
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return upstreamBroken(provider, 'host not found');
+    default:
+      return upstreamBroken(provider, `connection failed (${code ?? (error as Error).message ?? 'unknown error'})`);
+  }
+}

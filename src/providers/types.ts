@@ -1,0 +1,36 @@
+import type { ChatRequest, ChatResult, StreamPart } from '../core/canonical.js';
+import type { ProviderConfig } from '../config/types.js';
+import type { SseEvent } from './shared/sse-parser.js';
+
+/** One request to an upstream, built purely from the canonical request. */
+export interface UpstreamRequest {
+  url: string;
+  headers: Record<string, string>;
+  body: unknown;
+  /** Canonical parameters this provider cannot take; dropped, and named to the client. */
+  ignoredParams: string[];
+}
+
+/** Turns one upstream stream into canonical parts; holds its own state between events. */
+export interface StreamDecoder {
+  /** Parts for one SSE event; throws a GatewayError for an upstream error event or a malformed one. */
+  push(event: SseEvent): StreamPart[];
+  /** Parts owed at the end of the upstream stream (usage, finish). */
+  end(): StreamPart[];
+}
+
+/** Deterministic inputs a pure translation needs (ids for calls the upstream leaves unnamed). */
+export interface TranslationContext {
+  newToolCallId: () => string;
+}
+
+/** A wire family: canonical ⇄ one upstream format. Every function is pure. */
+export interface ProviderFamily {
+  /** Whether the upstream fetches http(s) image URLs itself; if not, the gateway inlines them first. */
+  readonly fetchesImageUrls: boolean;
+  buildChatRequest(request: ChatRequest, provider: ProviderConfig): UpstreamRequest;
+  parseChatResponse(body: unknown, request: ChatRequest, context: TranslationContext): ChatResult;
+  createStreamDecoder(request: ChatRequest, provider: ProviderConfig, context: TranslationContext): StreamDecoder;
+  /** The human message inside the family's error body, if there is one. */
+  errorMessage(body: unknown): string | undefined;
+}
