@@ -94,3 +94,36 @@ export async function startTestGateway(raw: Record<string, unknown> = {}, env: N
     },
   };
 }
+
+/** Providers of every wire family pointed at a provider simulator (test/support/simulator). */
+export function simulatedProviders(simulatorUrl: string, key = 'sim-key'): Record<string, unknown> {
+  const fast = { connect: '2s', first_byte: '5s', idle: '5s' };
+  return {
+    openai: { type: 'openai', base_url: `${simulatorUrl}/v1`, api_key: key, timeouts: fast },
+    anthropic: { type: 'anthropic', base_url: simulatorUrl, api_key: key, timeouts: fast },
+    gemini: { type: 'gemini', base_url: simulatorUrl, api_key: key, timeouts: fast },
+    groq: { type: 'openai', base_url: `${simulatorUrl}/v1`, api_key: key, timeouts: fast },
+    mistral: { type: 'openai', base_url: `${simulatorUrl}/v1`, api_key: key, timeouts: fast },
+    deepseek: { type: 'openai', base_url: `${simulatorUrl}/v1`, api_key: key, timeouts: fast },
+  };
+}
+
+export interface FundedKey {
+  accountId: string;
+  key: string;
+  keyId: string;
+}
+
+/** An account with `balance` INR and an sk- key (through the management API, as an admin would). */
+export async function fundedKey(gw: TestGateway, options: { balance?: number; email?: string; key?: Record<string, unknown> } = {}): Promise<FundedKey> {
+  const email = options.email ?? `user-${Math.random().toString(36).slice(2, 10)}@example.com`;
+  const account = await gw.http('POST', '/api/management/accounts', { token: gw.adminKey, body: { email, name: 'Test user' } });
+  if (account.status !== 201) throw new Error(`account: ${account.text}`);
+  if ((options.balance ?? 100) > 0) {
+    const topup = await gw.http('POST', `/api/management/accounts/${account.body.id}/topups`, { token: gw.adminKey, body: { amount: options.balance ?? 100 } });
+    if (topup.status !== 201) throw new Error(`topup: ${topup.text}`);
+  }
+  const key = await gw.http('POST', `/api/management/accounts/${account.body.id}/api-keys`, { token: gw.adminKey, body: { name: 'test', ...options.key } });
+  if (key.status !== 201) throw new Error(`key: ${key.text}`);
+  return { accountId: account.body.id, key: key.body.api_key, keyId: key.body.id };
+}

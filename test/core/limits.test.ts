@@ -1,0 +1,72 @@
+import t from 'tap';
+import { MemoryHoldStore } from '../../src/core/limits/holds.js';
+import { MemoryRateLimiter, WINDOW_MS } from '../../src/core/limits/rate-limit.js';
+import { affordableOutputTokens, costMicros, worstCaseMicros } from '../../src/core/pricing.js';
+
+t.test('sliding window: exactly `limit` per 60 s, admitted again as the oldest leaves', async (t) => {
+  let now = 1_000_000;
+  const limiter = new MemoryRateLimiter(() => now);
+  const results = [];
+  for (let i = 0; i < 5; i++) {
+    results.push(limiter.checkSync('k', 3));
+    now += 1000;
+  }
+  t.same(results.map((r) => r.allowed), [true, true, true, false, false]);
+  t.same(results.map((r) => r.remaining), [2, 1, 0, 0, 0]);
+  t.equal(results[3]?.retryAfterMs, WINDOW_MS - 3000, 'retry when the first admission leaves the window');
+  now = 1_000_000 + WINDOW_MS; // exactly 60 s after the first: it no longer counts
+  t.equal(limiter.checkSync('k', 3).allowed, true);
+  t.equal(limiter.checkSync('k', 3).allowed, false, 'the second admission (at +1 s) still counts');
+  now = 1_000_000 + WINDOW_MS + 1000;
+  t.equal(limiter.checkSync('k', 3).allowed, true);
+  t.equal(limiter.checkSync('other', 3).allowed, true, 'keys are independent');
+});
+
+t.test('sliding window: a changed limit keeps recent admissions', async (t) => {
+  let now = 0;
+  const limiter = new MemoryRateLimiter(() => now);
+  for (let i = 0; i < 5; i++) limiter.checkSync('k', 10);
+  t.equal(limiter.checkSync('k', 5).allowed, false, 'lowered to 5 with 5 in the window');
+  t.equal(limiter.checkSync('k', 7).remaining, 1, 'raised to 7: the 6th fits');
+  t.equal(limiter.checkSync('k', 7).remaining, 0, 'and the 7th');
+  t.equal(limiter.checkSync('k', 7).allowed, false, 'not an 8th');
+  now += WINDOW_MS + 1;
+  t.equal(limiter.checkSync('k', 7).remaining, 6);
+});
+
+t.test('memory holds add and release per account and key', async (t) => {
+  const holds = new MemoryHoldStore();
+  t.same(await holds.acquire({ id: 'a', accountId: 'acc', keyId: 'k1', amountMicros: 100 }), { accountHeldMicros: 100, keyHeldMicros: 100 });
+  t.same(await holds.acquire({ id: 'b', accountId: 'acc', keyId: 'k2', amountMicros: 50 }), { accountHeldMicros: 150, keyHeldMicros: 50 });
+  t.same(await holds.acquire({ id: 'a', accountId: 'acc', keyId: 'k1', amountMicros: 100 }), { accountHeldMicros: 150, keyHeldMicros: 100 }, 'acquiring twice holds once');
+  await holds.release({ id: 'a', accountId: 'acc', keyId: 'k1', amountMicros: 100 });
+  await holds.release({ id: 'a', accountId: 'acc', keyId: 'k1', amountMicros: 100 });
+  t.same(await holds.held('acc', 'k1'), { accountHeldMicros: 50, keyHeldMicros: 0 }, 'releasing twice releases once');
+});
+
+t.test('cost in µINR, rounded up once', async (t) => {
+  const mini = { inputPer1M: 12_600_000, outputPer1M: 50_400_000, cacheReadPer1M: 6_300_000 };
+  // 1000 × 12.6 + 500 × 50.4 = 12 600 + 25 200 = 37 800 µINR exactly.
+  t.equal(costMicros(mini, { inputTokens: 1000, outputTokens: 500, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 }), 37_800);
+  // 1 token: 12.6 µINR → 13.
+  t.equal(costMicros(mini, { inputTokens: 1, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 }), 13);
+  // Cached reads at their own price: 600 plain × 12.6 + 400 cached × 6.3 = 7560 + 2520.
+  t.equal(costMicros(mini, { inputTokens: 1000, outputTokens: 0, cacheReadTokens: 400, cacheWriteTokens: 0, reasoningTokens: 0 }), 10_080);
+  const sonnet = { inputPer1M: 252_000_000, outputPer1M: 1_260_000_000, cacheReadPer1M: 25_200_000, cacheWritePer1M: 315_000_000 };
+  // 100 plain × 252 + 2000 written × 315 + 3000 read × 25.2 + 50 out × 1260 = 25 200 + 630 000 + 75 600 + 63 000.
+  t.equal(costMicros(sonnet, { inputTokens: 5100, outputTokens: 50, cacheReadTokens: 3000, cacheWriteTokens: 2000, reasoningTokens: 0 }), 793_800);
+  // Large numbers stay exact: 2M tokens at 12 600 INR per 1M.
+  t.equal(costMicros({ inputPer1M: 12_600_000_000, outputPer1M: 0 }, { inputTokens: 2_000_000, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 }), 25_200_000_000);
+});
+
+t.test('worst case and affordability agree', async (t) => {
+  const pricing = { inputPer1M: 12_600_000, outputPer1M: 50_400_000 };
+  t.equal(worstCaseMicros(pricing, 1000, 100), Math.ceil(1000 * 12.6 + 100 * 50.4));
+  const available = 1_000_000; // ₹1
+  const tokens = affordableOutputTokens(pricing, 1000, available);
+  t.ok(worstCaseMicros(pricing, 1000, tokens) <= available, 'the affordable limit fits');
+  t.ok(worstCaseMicros(pricing, 1000, tokens + 1) > available, 'one more does not');
+  t.equal(affordableOutputTokens(pricing, 1000, 5), 0, 'not even the prompt fits');
+  const sonnet = { inputPer1M: 252_000_000, outputPer1M: 1_260_000_000, cacheWritePer1M: 315_000_000 };
+  t.equal(worstCaseMicros(sonnet, 1000, 0), 315_000, 'the prompt bound is priced at the dearest prompt price (cache writes)');
+});
