@@ -62,12 +62,20 @@ export function presentLedgerEntry(entry: LedgerEntry) {
   };
 }
 
-export function presentUsage(record: UsageRecord) {
+/** Names shown next to usage ids (the tail view shows people names, not ids). */
+export interface UsageNames {
+  accountEmail: string | null;
+  apiKeyName: string | null;
+}
+
+export function presentUsage(record: UsageRecord, names: UsageNames = { accountEmail: null, apiKeyName: null }) {
   return {
     id: record.id,
     request_id: record.requestId,
     account_id: record.accountId,
+    account_email: names.accountEmail,
     api_key_id: record.apiKeyId,
+    api_key_name: names.apiKeyName,
     model: record.model,
     provider: record.provider,
     endpoint: record.endpoint,

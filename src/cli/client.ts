@@ -23,6 +23,10 @@ export type Query = Record<string, string | number | undefined>;
 export class ManagementClient {
   constructor(private readonly options: ClientOptions) {}
 
+  get baseUrl(): string {
+    return this.options.url;
+  }
+
   get<T>(path: string, query?: Query): Promise<T> {
     return this.call<T>('GET', path, { query });
   }

@@ -8,6 +8,8 @@ export interface Io {
   err(text: string): void;
   columns: number;
   env: NodeJS.ProcessEnv;
+  /** stdout is a terminal: live views redraw; otherwise output is line by line. */
+  interactive: boolean;
 }
 
 export const processIo: Io = {
@@ -15,6 +17,7 @@ export const processIo: Io = {
   err: (text) => process.stderr.write(text),
   columns: process.stdout.columns || 120,
   env: process.env,
+  interactive: process.stdout.isTTY === true,
 };
 
 /** `--json`: one JSON document on stdout; otherwise the Ink view, rendered once. */

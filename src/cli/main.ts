@@ -7,6 +7,7 @@ import { registerInitCommand } from './commands/init.js';
 import { registerKeyCommands } from './commands/keys.js';
 import { registerModelCommands } from './commands/models.js';
 import { registerServeCommand } from './commands/serve.js';
+import { registerUsageCommands } from './commands/usage.js';
 import { registerWalletCommands } from './commands/wallet.js';
 import { processIo, type Io } from './io.js';
 import { UsageError } from './options.js';
@@ -28,6 +29,7 @@ export function createProgram(io: Io): Command {
   registerKeyCommands(program, io, 'api');
   registerKeyCommands(program, io, 'management');
   registerModelCommands(program, io);
+  registerUsageCommands(program, io);
   // Subcommands inherit exitOverride and output settings only when set on each of them.
   const apply = (command: Command): void => {
     for (const sub of command.commands) {

@@ -5,7 +5,7 @@ import type { RequestContext, Route } from '../../http/server.js';
 import type { Router } from '../../http/router.js';
 import type { UsageFilter, UsageRecord } from '../../store/usage.js';
 import { requireManagementKey, type KeyPrincipal } from '../guards.js';
-import { presentUsage } from '../presenters.js';
+import { presentUsage, type UsageNames } from '../presenters.js';
 import { queryInt, queryOptionalInt, queryString, queryTime } from '../query.js';
 import { scopedAccount } from './access.js';
 
@@ -45,6 +45,17 @@ function matches(filter: Omit<UsageFilter, 'limit'>, record: UsageRecord): boole
   );
 }
 
+/** Looks up account emails and key names for usage rows, each once per list or stream. */
+function namer(app: App): (record: UsageRecord) => UsageNames {
+  const emails = new Map<string, string | null>();
+  const keys = new Map<string, string | null>();
+  return (record) => {
+    if (!emails.has(record.accountId)) emails.set(record.accountId, app.accounts.get(record.accountId)?.email ?? null);
+    if (record.apiKeyId !== null && !keys.has(record.apiKeyId)) keys.set(record.apiKeyId, app.store.apiKeys.byId(record.apiKeyId)?.name ?? null);
+    return { accountEmail: emails.get(record.accountId) ?? null, apiKeyName: record.apiKeyId === null ? null : (keys.get(record.apiKeyId) ?? null) };
+  };
+}
+
 /** Usage rows (newest first, paged by `before`) and the live SSE feed of new rows. */
 export function registerManagementUsageRoutes(router: Router<Route>, app: App): void {
   router.add('GET', '/api/management/usage', {
@@ -53,11 +64,12 @@ export function registerManagementUsageRoutes(router: Router<Route>, app: App): 
       const filter = listFilter(app, principal, ctx);
       // One row more than asked tells whether another page exists.
       const rows = app.usage.list({ ...filter, limit: filter.limit + 1 });
+      const names = namer(app);
       const hasMore = rows.length > filter.limit;
       const page = hasMore ? rows.slice(0, filter.limit) : rows;
       ctx.send(200, {
         object: 'list',
-        data: page.map(presentUsage),
+        data: page.map((record) => presentUsage(record, names(record))),
         has_more: hasMore,
         next_before: hasMore ? (page.at(-1)?.id ?? null) : null,
       });
@@ -72,12 +84,13 @@ export function registerManagementUsageRoutes(router: Router<Route>, app: App): 
         if (ctx.query.has(name)) throw errors.invalidQuery(name, 'does not apply to the live stream (use GET /api/management/usage)');
       }
       const filter = scopeFilter(app, principal, ctx);
+      const names = namer(app);
       const sse = new SseWriter(ctx.res);
       sse.open();
       await sse.comment('usage stream open');
       await new Promise<void>((resolve) => {
         const unsubscribe = app.usage.subscribe((record) => {
-          if (matches(filter, record)) void sse.send(JSON.stringify(presentUsage(record)), 'usage');
+          if (matches(filter, record)) void sse.send(JSON.stringify(presentUsage(record, names(record))), 'usage');
         });
         const heartbeat = setInterval(() => void sse.comment('keep-alive'), HEARTBEAT_MS);
         let finished = false;

@@ -41,13 +41,19 @@ export interface UsageView {
   id: number;
   request_id: string;
   account_id: string;
+  account_email: string | null;
   api_key_id: string | null;
+  api_key_name: string | null;
   model: string;
+  provider: string;
   endpoint: string;
+  stream: boolean;
   input_tokens: number;
   output_tokens: number;
+  cache_read_tokens: number;
   cost: number;
   status: number;
+  error_type: string | null;
   latency_ms: number;
   created_at: string;
 }

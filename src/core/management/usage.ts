@@ -23,6 +23,11 @@ export class UsageService {
     this.feed.emit('usage', record);
   }
 
+  /** How many live listeners are subscribed (open usage streams). */
+  get subscribers(): number {
+    return this.feed.listenerCount('usage');
+  }
+
   subscribe(listener: UsageListener): () => void {
     this.feed.on('usage', listener);
     return () => this.feed.off('usage', listener);

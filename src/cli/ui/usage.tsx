@@ -1,0 +1,53 @@
+import { Box, Text } from 'ink';
+import type { UsageView } from '../commands/types.js';
+import { formatInrDisplay } from '../../core/money.js';
+import { inr } from '../io.js';
+import { Table, type Column } from './components.js';
+
+/** Usage rows and the live tail view: props in, no I/O. */
+
+export const USAGE_COLUMNS: Column<UsageView>[] = [
+  { title: 'TIME', value: (u) => u.created_at.slice(11, 19) },
+  { title: 'ACCOUNT', value: (u) => u.account_email ?? u.account_id },
+  { title: 'KEY', value: (u) => u.api_key_name ?? u.api_key_id ?? '' },
+  { title: 'MODEL', value: (u) => u.model },
+  { title: 'IN', value: (u) => String(u.input_tokens), align: 'right' },
+  { title: 'OUT', value: (u) => String(u.output_tokens), align: 'right' },
+  { title: 'COST', value: (u) => inr(u.cost), align: 'right' },
+  { title: 'LATENCY', value: (u) => `${u.latency_ms} ms`, align: 'right' },
+  { title: 'STATUS', value: (u) => (u.error_type ? `${u.status} ${u.error_type}` : String(u.status)) },
+];
+
+export interface UsageTotals {
+  calls: number;
+  failed: number;
+  inputTokens: number;
+  outputTokens: number;
+  /** µINR, summed exactly. */
+  costMicros: number;
+}
+
+export function addToTotals(totals: UsageTotals, row: UsageView, costMicros: number): UsageTotals {
+  return {
+    calls: totals.calls + 1,
+    failed: totals.failed + (row.status >= 400 ? 1 : 0),
+    inputTokens: totals.inputTokens + row.input_tokens,
+    outputTokens: totals.outputTokens + row.output_tokens,
+    costMicros: totals.costMicros + costMicros,
+  };
+}
+
+export function UsageTail({ rows, totals, url }: { rows: UsageView[]; totals: UsageTotals; url: string }) {
+  return (
+    <Box flexDirection="column">
+      <Text dimColor>Live usage from {url} — Ctrl+C to stop</Text>
+      <Table columns={USAGE_COLUMNS} rows={rows} empty="waiting for calls…" />
+      <Text>
+        <Text bold>{totals.calls}</Text> calls ({totals.failed} failed) · <Text bold>{totals.inputTokens}</Text> in · <Text bold>{totals.outputTokens}</Text> out ·{' '}
+        <Text bold color="green">
+          {formatInrDisplay(totals.costMicros)}
+        </Text>
+      </Text>
+    </Box>
+  );
+}
