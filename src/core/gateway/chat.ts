@@ -60,6 +60,9 @@ interface Prepared {
   headers: Record<string, string>;
 }
 
+/** What settling a call needs to know of it. */
+type Settleable = Pick<Prepared, 'model' | 'request' | 'admission'>;
+
 const translation: TranslationContext = { newToolCallId: () => `call_${randomBytes(12).toString('base64url')}` };
 
 /** A cap on upstream error bodies read into memory. */
@@ -204,26 +207,32 @@ export class ChatService {
       });
     }
     const family = PROVIDER_FAMILIES[provider.type];
-    const messages = family.fetchesImageUrls ? draft.messages : await inlineRemoteImages(draft.messages, ctx.signal);
     const { ignoredParams: ingressIgnored = [], maxTokens: requestedMaxTokens, ...rest } = draft;
-    const promptTokens = promptTokenBound({ messages, ...(rest.tools ? { tools: rest.tools } : {}), ...(rest.responseFormat ? { responseFormat: rest.responseFormat } : {}) });
     const admission = await this.admitter.admit({
       requestId: ctx.requestId,
       accountId: ctx.accountId,
       apiKeyId: ctx.apiKeyId,
       rateLimit: ctx.rateLimit,
       model,
-      promptTokens,
+      promptTokens: promptTokenBound(rest),
       requestedMaxTokens,
     });
-    const request: ChatRequest = { ...rest, messages, model: model.id, upstreamModel: model.upstreamModel, maxTokens: admission.maxTokens };
+    const headers: Record<string, string> = { ...rateHeaders(admission.rate), 'x-gateway-model': model.id };
+    const partial = { model, provider, family, admission, headers };
+    let request: ChatRequest = { ...rest, model: model.id, upstreamModel: model.upstreamModel, maxTokens: admission.maxTokens };
+    try {
+      // After admission, so a refused call makes the gateway fetch nothing.
+      if (!family.fetchesImageUrls) request = { ...request, messages: await inlineRemoteImages(request.messages, ctx.signal) };
+    } catch (error) {
+      await this.settleFailure({ model, request, admission }, ctx, error);
+      throw error;
+    }
     const call = family.buildChatRequest(request, provider);
     const ignored = [...ingressIgnored, ...call.ignoredParams];
     // Extra fields of the ingress's own wire family mean nothing to another family.
     if (request.passthrough && request.passthrough.family !== provider.type) ignored.push(...Object.keys(request.passthrough.fields));
-    const headers: Record<string, string> = { ...rateHeaders(admission.rate), 'x-gateway-model': model.id };
     if (ignored.length > 0) headers['x-gateway-ignored-params'] = [...new Set(ignored)].join(', ');
-    return { model, provider, family, request, admission, call, headers };
+    return { ...partial, request, call };
   }
 
   /** Sends the upstream request; a non-2xx answer becomes the normalized error. */
@@ -241,7 +250,7 @@ export class ChatService {
     throw upstreamHttpError(prepared.provider.name, response.status, prepared.family.errorMessage(body), typeof retryAfter === 'string' ? retryAfter : undefined);
   }
 
-  private settle(prepared: Prepared, ctx: CallContext, usage: Usage | undefined, status: number, errorType?: string) {
+  private settle(prepared: Settleable, ctx: CallContext, usage: Usage | undefined, status: number, errorType?: string) {
     return this.settlement.settle({
       requestId: ctx.requestId,
       accountId: ctx.accountId,
@@ -258,7 +267,7 @@ export class ChatService {
   }
 
   /** A call that failed before producing anything: a usage row, no charge, the hold released. */
-  private async settleFailure(prepared: Prepared, ctx: CallContext, error: unknown): Promise<void> {
+  private async settleFailure(prepared: Settleable, ctx: CallContext, error: unknown): Promise<void> {
     const aborted = error instanceof CallAborted;
     const status = aborted ? 499 : isGatewayError(error) ? error.status : 500;
     const code = aborted ? 'client_disconnected' : isGatewayError(error) ? error.code : 'internal_error';
