@@ -39,17 +39,21 @@ export interface ToolCall {
 export interface SystemMessage {
   role: 'system';
   content: TextPart[];
+  /** OpenAI participant name; only the OpenAI wire has a place for it. */
+  name?: string;
 }
 
 export interface UserMessage {
   role: 'user';
   content: ContentPart[];
+  name?: string;
 }
 
 export interface AssistantMessage {
   role: 'assistant';
   content: TextPart[];
   toolCalls: ToolCall[];
+  name?: string;
 }
 
 export interface ToolMessage {

@@ -23,6 +23,12 @@ const MAPPED = new Set([
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
+/**
+ * Accepted but not acted on for any provider: the canonical result has no place for log
+ * probabilities, so forwarding them would answer `logprobs: null` as if the model had none.
+ */
+const UNSUPPORTED = ['logprobs', 'top_logprobs'];
+
 export function decodeChatCompletion(raw: unknown): DecodedChatCompletion {
   if (!isObject(raw)) throw errors.bodyNotObject();
   const body = raw;
@@ -74,8 +80,14 @@ export function decodeChatCompletion(raw: unknown): DecodedChatCompletion {
   if (cache === true) markCacheBreakpoints(draft.messages);
 
   const passthrough: JsonObject = {};
-  for (const [key, value] of Object.entries(body)) if (!MAPPED.has(key) && value !== undefined) passthrough[key] = value;
+  const ignored: string[] = [];
+  for (const [key, value] of Object.entries(body)) {
+    if (MAPPED.has(key) || value === undefined || value === null) continue;
+    if (UNSUPPORTED.includes(key)) ignored.push(key);
+    else passthrough[key] = value;
+  }
   if (Object.keys(passthrough).length > 0) draft.passthrough = { family: 'openai', fields: passthrough };
+  if (ignored.length > 0) draft.ignoredParams = ignored;
   return { draft, includeUsage };
 }
 
@@ -129,14 +141,14 @@ function decodeMessage(raw: JsonObject, at: string): Message {
   switch (raw.role) {
     case 'system':
     case 'developer':
-      return { role: 'system', content: textParts(raw.content, `${at}.content`, false) };
+      return withName({ role: 'system', content: textParts(raw.content, `${at}.content`, false) }, raw, at);
     case 'user':
-      return { role: 'user', content: contentParts(raw.content, `${at}.content`) };
+      return withName({ role: 'user', content: contentParts(raw.content, `${at}.content`) }, raw, at);
     case 'assistant': {
       const toolCalls = decodeToolCalls(raw.tool_calls, `${at}.tool_calls`);
       const content = raw.content === undefined || raw.content === null ? [] : textParts(raw.content, `${at}.content`, true);
       if (content.length === 0 && toolCalls.length === 0 && raw.content !== '') throw errors.invalidField(`${at}.content`, 'is required unless tool_calls is set');
-      return { role: 'assistant', content, toolCalls };
+      return withName({ role: 'assistant', content, toolCalls }, raw, at);
     }
     case 'tool': {
       if (typeof raw.tool_call_id !== 'string' || raw.tool_call_id === '') throw errors.invalidField(`${at}.tool_call_id`, 'must be the id of the tool call this message answers');
@@ -147,6 +159,13 @@ function decodeMessage(raw: JsonObject, at: string): Message {
     default:
       throw errors.invalidField(`${at}.role`, 'must be one of system, developer, user, assistant, tool');
   }
+}
+
+function withName<M extends Exclude<Message, { role: 'tool' }>>(message: M, raw: JsonObject, at: string): M {
+  if (raw.name === undefined || raw.name === null) return message;
+  if (typeof raw.name !== 'string' || raw.name === '') throw errors.invalidField(`${at}.name`, 'must be a non-empty string');
+  message.name = raw.name;
+  return message;
 }
 
 /** String content, or an array of text parts (assistant turns may also hold refusal parts). */
@@ -261,10 +280,13 @@ function decodeResponseFormat(value: unknown): ResponseFormat | undefined {
   throw errors.invalidField('response_format.type', 'must be text, json_object or json_schema');
 }
 
-/** `cache: true`: prompt-caching breakpoints on the system prompt and the last user turn (Claude honours them). */
+/**
+ * `cache: true`: prompt-caching breakpoints on the system prompt and on the last user turn,
+ * which in a tool loop is the last tool result (Claude's user turn carries the results).
+ */
 function markCacheBreakpoints(messages: Message[]): void {
   const lastSystem = messages.filter((m) => m.role === 'system').at(-1);
-  const lastUser = messages.filter((m) => m.role === 'user').at(-1);
+  const lastUser = messages.filter((m) => m.role === 'user' || m.role === 'tool').at(-1);
   for (const message of [lastSystem, lastUser]) {
     const part = message?.content.at(-1);
     if (part) part.cacheControl = { type: 'ephemeral' };

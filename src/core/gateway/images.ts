@@ -4,6 +4,7 @@ import { GatewayError } from '../errors.js';
 
 const MAX_IMAGE_BYTES = 20 * 1024 * 1024;
 const FETCH_TIMEOUT_MS = 15_000;
+const MAX_REDIRECTS = 3;
 
 /**
  * For upstreams that cannot fetch image URLs themselves (Gemini), downloads each http(s)
@@ -35,10 +36,20 @@ async function fetchImage(url: string, signal: AbortSignal): Promise<{ kind: 'ba
   const fail = (why: string): GatewayError =>
     new GatewayError({ status: 400, type: 'invalid_request_error', code: 'invalid_image_url', param: 'messages', message: `image ${url}: ${why}` });
   let response;
-  try {
-    response = await request(url, { method: 'GET', signal: AbortSignal.any([signal, AbortSignal.timeout(FETCH_TIMEOUT_MS)]) });
-  } catch (error) {
-    throw fail(`could not be downloaded (${(error as { code?: string }).code ?? (error as Error).message})`);
+  let target = url;
+  // Follows up to MAX_REDIRECTS redirects (CDN links, http → https).
+  for (let hop = 0; ; hop++) {
+    try {
+      response = await request(target, { method: 'GET', signal: AbortSignal.any([signal, AbortSignal.timeout(FETCH_TIMEOUT_MS)]) });
+    } catch (error) {
+      throw fail(`could not be downloaded (${(error as { code?: string }).code ?? (error as Error).message})`);
+    }
+    const location = response.headers.location;
+    if (response.statusCode < 300 || response.statusCode >= 400 || typeof location !== 'string') break;
+    await response.body.dump();
+    if (hop === MAX_REDIRECTS) throw fail(`more than ${MAX_REDIRECTS} redirects`);
+    target = new URL(location, target).toString();
+    if (!/^https?:/.test(target)) throw fail(`redirects to a URL that is not http(s)`);
   }
   const type = String(response.headers['content-type'] ?? '').split(';')[0]?.trim() ?? '';
   if (response.statusCode !== 200) {

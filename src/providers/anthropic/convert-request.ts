@@ -31,6 +31,7 @@ export function buildAnthropicRequest(request: ChatRequest, provider: ProviderCo
   if (request.stop !== undefined) body.stop_sequences = request.stop;
   if (request.seed !== undefined) ignoredParams.push('seed');
   if (request.user !== undefined) body.metadata = { user_id: request.user };
+  if (request.messages.some((m) => m.role !== 'tool' && m.name !== undefined)) ignoredParams.push('messages[].name');
 
   const tools = request.tools ?? [];
   if (tools.length > 0) {
@@ -89,13 +90,18 @@ function blocksOf(message: Exclude<Message, { role: 'system' }>): { role: 'user'
       return { role: 'assistant', blocks };
     }
     case 'tool': {
-      const content = message.content.map(convertPart).filter((b): b is AnthropicBlock => b !== undefined);
+      // A breakpoint on a tool result goes on the tool_result block itself.
+      const control = message.content.find((p) => p.cacheControl)?.cacheControl;
+      const content = message.content
+        .map((part) => convertPart(control ? { ...part, cacheControl: undefined } : part))
+        .filter((b): b is AnthropicBlock => b !== undefined);
       const only = content[0];
       const result: AnthropicBlock = {
         type: 'tool_result',
         tool_use_id: message.toolCallId,
-        content: content.length === 1 && only?.type === 'text' && !only.cache_control ? only.text : content,
+        content: content.length === 1 && only?.type === 'text' ? only.text : content,
         ...(message.isError ? { is_error: true } : {}),
+        ...cache(control),
       };
       return { role: 'user', blocks: [result] };
     }

@@ -25,6 +25,7 @@ export function buildGeminiRequest(request: ChatRequest, provider: ProviderConfi
   if (request.stop !== undefined) config.stopSequences = request.stop;
   if (request.seed !== undefined) config.seed = request.seed;
   if (request.user !== undefined) ignoredParams.push('user');
+  if (request.messages.some((m) => m.role !== 'tool' && m.name !== undefined)) ignoredParams.push('messages[].name');
   if (request.parallelToolCalls === false) ignoredParams.push('parallel_tool_calls');
   if (request.tools && request.tools.length > 0) {
     body.tools = [

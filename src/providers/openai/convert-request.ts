@@ -54,6 +54,12 @@ function convertPart(part: ContentPart): OpenAiContentPart {
 }
 
 export function convertMessage(message: Message): OpenAiMessage {
+  const converted = convertMessageContent(message);
+  if (message.role !== 'tool' && message.name !== undefined && converted.role !== 'tool') converted.name = message.name;
+  return converted;
+}
+
+function convertMessageContent(message: Message): OpenAiMessage {
   switch (message.role) {
     case 'system':
       return { role: 'system', content: textOf(message.content) };

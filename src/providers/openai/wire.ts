@@ -11,9 +11,9 @@ export interface OpenAiToolCall {
 }
 
 export type OpenAiMessage =
-  | { role: 'system' | 'developer'; content: string }
-  | { role: 'user'; content: string | OpenAiContentPart[] }
-  | { role: 'assistant'; content: string | null; tool_calls?: OpenAiToolCall[] }
+  | { role: 'system' | 'developer'; content: string; name?: string }
+  | { role: 'user'; content: string | OpenAiContentPart[]; name?: string }
+  | { role: 'assistant'; content: string | null; tool_calls?: OpenAiToolCall[]; name?: string }
   | { role: 'tool'; tool_call_id: string; content: string };
 
 export interface OpenAiTool {
