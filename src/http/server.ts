@@ -49,14 +49,17 @@ export function createHttpServer(options: HttpServerOptions): Server {
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = performance.now();
-    const incomingId = req.headers['x-request-id'];
-    const requestId = typeof incomingId === 'string' && REQUEST_ID.test(incomingId) ? incomingId : `req_${randomUUID().replace(/-/g, '')}`;
+    // Always the gateway's own id: it keys the call's hold, charge and usage row, so a client
+    // that reused an id could otherwise dodge billing. The client's id is logged beside it.
+    const requestId = `req_${randomUUID().replace(/-/g, '')}`;
     res.setHeader('x-request-id', requestId);
+    const incomingId = req.headers['x-request-id'];
     const method = req.method ?? 'GET';
     const url = req.url ?? '/';
     const queryStart = url.indexOf('?');
     const path = queryStart === -1 ? url : url.slice(0, queryStart);
     const logFields: Record<string, string | number | boolean> = {};
+    if (typeof incomingId === 'string' && REQUEST_ID.test(incomingId)) logFields.client_request_id = incomingId;
 
     res.once('close', () => {
       logger.info(

@@ -18,10 +18,8 @@ t.test('health, readiness and the HTTP basics (no Redis)', async (t) => {
   t.equal(ready.status, 200);
   t.same(ready.body, { status: 'ready', db: 'ok', redis: 'disabled' });
 
-  const echoed = await gw.http('GET', '/health', { headers: { 'x-request-id': 'client-id-42' } });
-  t.equal(echoed.headers['x-request-id'], 'client-id-42', 'a sane incoming request id is kept');
-  const replaced = await gw.http('GET', '/health', { headers: { 'x-request-id': 'bad id with spaces' } });
-  t.match(replaced.headers['x-request-id'], /^req_/, 'an unsafe request id is replaced');
+  const clientId = await gw.http('GET', '/health', { headers: { 'x-request-id': 'client-id-42' } });
+  t.match(clientId.headers['x-request-id'], /^req_[0-9a-f]{32}$/, 'a client\'s x-request-id is not reused: it could collide with another call\'s billing');
 
   for (const path of ['/nope', '/v1/v1/messages', '/v1/v1/chat/completions', '/api']) {
     const res = await gw.http('GET', path);
