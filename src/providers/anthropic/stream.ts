@@ -1,6 +1,6 @@
 import type { ChatRequest, StreamPart, Usage } from '../../core/canonical.js';
 import { upstreamMalformed, upstreamStreamError } from '../shared/errors.js';
-import { asNumber, asRecord, asString, nestedErrorMessage } from '../shared/json.js';
+import { asNumber, asRecord, asString, nestedErrorMessage, parseEventData } from '../shared/json.js';
 import type { SseEvent } from '../shared/sse-parser.js';
 import type { StreamDecoder } from '../types.js';
 import { mapAnthropicStopReason, mapAnthropicUsage, usesJsonTool } from './parse-response.js';
@@ -23,12 +23,7 @@ export function createAnthropicStreamDecoder(provider: string, request: ChatRequ
 
   return {
     push(event: SseEvent): StreamPart[] {
-      let data: unknown;
-      try {
-        data = JSON.parse(event.data);
-      } catch {
-        throw upstreamMalformed(provider, 'a stream event that is not JSON');
-      }
+      const data = parseEventData(provider, event.data);
       const root = asRecord(data) ?? {};
       const type = asString(root.type) ?? event.event;
       switch (type) {

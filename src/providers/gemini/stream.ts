@@ -1,6 +1,6 @@
 import type { StreamPart, Usage } from '../../core/canonical.js';
 import { upstreamMalformed, upstreamStreamError } from '../shared/errors.js';
-import { asRecord, nestedErrorMessage } from '../shared/json.js';
+import { asRecord, nestedErrorMessage, parseEventData } from '../shared/json.js';
 import type { SseEvent } from '../shared/sse-parser.js';
 import type { StreamDecoder, TranslationContext } from '../types.js';
 import { mapGeminiFinishReason, readGeminiChunk } from './parse-response.js';
@@ -18,12 +18,7 @@ export function createGeminiStreamDecoder(provider: string, context: Translation
 
   return {
     push(event: SseEvent): StreamPart[] {
-      let data: unknown;
-      try {
-        data = JSON.parse(event.data);
-      } catch {
-        throw upstreamMalformed(provider, 'a stream event that is not JSON');
-      }
+      const data = parseEventData(provider, event.data);
       if (asRecord(data)?.error !== undefined) throw upstreamStreamError(provider, nestedErrorMessage(data));
       const chunk = readGeminiChunk(data, context);
       const parts: StreamPart[] = [];

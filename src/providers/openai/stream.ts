@@ -1,6 +1,6 @@
 import type { FinishReason, StreamPart } from '../../core/canonical.js';
 import { upstreamMalformed, upstreamStreamError } from '../shared/errors.js';
-import { asArray, asRecord, asString, nestedErrorMessage } from '../shared/json.js';
+import { asArray, asRecord, asString, nestedErrorMessage, parseEventData } from '../shared/json.js';
 import type { SseEvent } from '../shared/sse-parser.js';
 import type { StreamDecoder, TranslationContext } from '../types.js';
 import { mapOpenAiFinishReason, mapOpenAiUsage } from './parse-response.js';
@@ -21,12 +21,7 @@ export function createOpenAiStreamDecoder(provider: string, context: Translation
         done = true;
         return [];
       }
-      let chunk: unknown;
-      try {
-        chunk = JSON.parse(event.data);
-      } catch {
-        throw upstreamMalformed(provider, 'a stream event that is not JSON');
-      }
+      const chunk = parseEventData(provider, event.data);
       const root = asRecord(chunk);
       if (!root) throw upstreamMalformed(provider, 'a stream event that is not a JSON object');
       if (root.error !== undefined || event.event === 'error') throw upstreamStreamError(provider, nestedErrorMessage(root));

@@ -1,3 +1,5 @@
+import { upstreamMalformed } from './errors.js';
+
 /** Small helpers for reading untyped upstream JSON without `any`. */
 
 export type JsonRecord = Record<string, unknown>;
@@ -33,4 +35,13 @@ export function parseArguments(text: string): JsonRecord {
 export function nestedErrorMessage(body: unknown): string | undefined {
   const error = asRecord(asRecord(body)?.error);
   return asString(error?.message) ?? asString(asRecord(body)?.message);
+}
+
+/** The JSON of one upstream stream event; a 502 naming the provider when it is not JSON. */
+export function parseEventData(provider: string, data: string): unknown {
+  try {
+    return JSON.parse(data);
+  } catch {
+    throw upstreamMalformed(provider, 'a stream event that is not JSON');
+  }
 }
