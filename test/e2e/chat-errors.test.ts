@@ -676,3 +676,14 @@ t.test('request ids: on every error, and one per call', async (t) => {
   t.equal(charges(gw, funded.accountId).length - chargesBefore, 3, 'the streamed call is charged too');
   await noHolds(t, gw, funded);
 });
+
+t.test('Redis configured but unreachable: calls are refused with 503, not admitted unchecked', async (t) => {
+  const down = await startTestGateway({ providers: simulatedProviders(sim.url), redis: { url: 'redis://127.0.0.1:1' } });
+  t.teardown(() => down.stop());
+  const key = await fundedKey(down, { balance: 10 });
+  const before = sim.requests.length;
+  const res = await post(down, key.key, { model: 'openai/gpt-4o-mini', messages: USER });
+  t.equal(res.status, 503);
+  t.equal(res.json?.error?.code, 'limits_unavailable');
+  t.equal(sim.requests.length, before, 'nothing reached the provider');
+});

@@ -40,6 +40,23 @@ export class Admitter {
   ) {}
 
   async admit(input: AdmissionInput): Promise<Admission> {
+    try {
+      return await this.admitOnce(input);
+    } catch (error) {
+      if (error instanceof GatewayError) throw error;
+      // The shared limits store (Redis) failed: refuse rather than admit unchecked.
+      throw new GatewayError({
+        status: 503,
+        type: 'service_unavailable',
+        code: 'limits_unavailable',
+        message: 'the gateway cannot check rate limits and wallet holds right now (its Redis is unreachable); retry shortly',
+        retryable: true,
+        cause: error,
+      });
+    }
+  }
+
+  private async admitOnce(input: AdmissionInput): Promise<Admission> {
     const rate = await this.limiter.check(input.apiKeyId, input.rateLimit, input.requestId);
     if (!rate.allowed) throw rateLimited(rate);
 
