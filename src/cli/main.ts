@@ -2,20 +2,18 @@ import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config/load.js';
 import { MigrationError } from '../store/db.js';
 import { CliError } from './client.js';
-import { registerAccountCommands } from './commands/accounts.js';
-import { registerInitCommand } from './commands/init.js';
-import { registerKeyCommands } from './commands/keys.js';
-import { registerModelCommands } from './commands/models.js';
 import { registerServeCommand } from './commands/serve.js';
-import { registerUsageCommands } from './commands/usage.js';
-import { registerWalletCommands } from './commands/wallet.js';
 import { processIo, type Io } from './io.js';
 import { UsageError } from './options.js';
 
 /** Exit codes: 0 success, 1 failure (one line on stderr), 2 usage error. */
 export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
 
-export function createProgram(io: Io): Command {
+/**
+ * The program. `gateway serve` registers only itself: the admin commands pull in Ink and
+ * React (~50 MB of heap), which a daemon has no use for.
+ */
+export async function createProgram(io: Io, argv: readonly string[] = []): Promise<Command> {
   const program = new Command('gateway')
     .description('Self-hosted LLM gateway: daemon and admin CLI')
     .version('0.1.0')
@@ -23,13 +21,23 @@ export function createProgram(io: Io): Command {
     .exitOverride()
     .configureOutput({ writeOut: (text) => io.out(text), writeErr: (text) => io.err(text) });
   registerServeCommand(program, io);
-  registerInitCommand(program, io);
-  registerAccountCommands(program, io);
-  registerWalletCommands(program, io);
-  registerKeyCommands(program, io, 'api');
-  registerKeyCommands(program, io, 'management');
-  registerModelCommands(program, io);
-  registerUsageCommands(program, io);
+  if (argv[0] !== 'serve') {
+    const [init, accounts, wallet, keys, models, usage] = await Promise.all([
+      import('./commands/init.js'),
+      import('./commands/accounts.js'),
+      import('./commands/wallet.js'),
+      import('./commands/keys.js'),
+      import('./commands/models.js'),
+      import('./commands/usage.js'),
+    ]);
+    init.registerInitCommand(program, io);
+    accounts.registerAccountCommands(program, io);
+    wallet.registerWalletCommands(program, io);
+    keys.registerKeyCommands(program, io, 'api');
+    keys.registerKeyCommands(program, io, 'management');
+    models.registerModelCommands(program, io);
+    usage.registerUsageCommands(program, io);
+  }
   // Subcommands inherit exitOverride and output settings only when set on each of them.
   const apply = (command: Command): void => {
     for (const sub of command.commands) {
@@ -50,7 +58,7 @@ export async function runCli(argv: readonly string[], io: Io = processIo): Promi
     return code;
   };
   try {
-    await createProgram(io).parseAsync(argv, { from: 'user' });
+    await (await createProgram(io, argv)).parseAsync(argv, { from: 'user' });
     return EXIT.ok;
   } catch (error) {
     if (error instanceof CommanderError) {
