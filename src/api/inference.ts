@@ -1,6 +1,51 @@
-import type { CallContext } from '../core/gateway/chat.js';
+import type { App } from '../app.js';
+import type { GatewayStreamEvent } from '../core/canonical.js';
+import type { CallContext, ChatDraft, ChatOutcome } from '../core/gateway/chat.js';
+import { SseWriter } from '../http/sse.js';
 import type { RequestContext } from '../http/server.js';
 import type { KeyPrincipal } from './guards.js';
+
+/** One SSE event; `event` is the `event:` line (absent in the chat-completions format). */
+export interface SseFrame {
+  event?: string;
+  data: string;
+}
+
+/** An ingress format's stream encoder: the opening events, then events per gateway part. */
+export interface StreamEncoder {
+  start(): SseFrame[];
+  encode(event: GatewayStreamEvent): SseFrame[];
+}
+
+/** How one ingress format renders a chat call. */
+export interface ChatRendering {
+  json(outcome: ChatOutcome): unknown;
+  stream(model: string): StreamEncoder;
+}
+
+/**
+ * Runs a decoded chat call through the gateway and writes it in the ingress's format: one
+ * JSON body, or SSE frames written as the parts arrive (waiting for drain, so a slow client
+ * slows the upstream read instead of growing memory).
+ */
+export async function serveChatCall(app: App, ctx: RequestContext, principal: KeyPrincipal, draft: ChatDraft, endpoint: string, rendering: ChatRendering): Promise<void> {
+  const call = callContext(ctx, principal, endpoint);
+  if (!draft.stream) {
+    const outcome = await app.chat.complete(draft, call);
+    ctx.send(200, rendering.json(outcome), outcome.headers);
+    return;
+  }
+  const outcome = await app.chat.stream(draft, call);
+  const sse = new SseWriter(ctx.res);
+  sse.open(200, outcome.headers);
+  const encoder = rendering.stream(outcome.model.id);
+  for (const frame of encoder.start()) await sse.send(frame.data, frame.event);
+  for await (const event of outcome.events) {
+    if (sse.isClosed) break;
+    for (const frame of encoder.encode(event)) await sse.send(frame.data, frame.event);
+  }
+  sse.end();
+}
 
 /**
  * The gateway's view of an inference request: who calls, and a signal that aborts the

@@ -3,6 +3,8 @@ import { Router } from '../http/router.js';
 import type { Route } from '../http/server.js';
 import { registerAuthRoutes } from './auth.js';
 import { registerChatRoutes } from './chat/handler.js';
+import { registerMessagesRoutes } from './messages/handler.js';
+import { registerResponsesRoutes } from './responses/handler.js';
 import { registerSessionKeyRoutes } from './keys.js';
 import { registerManagementAccountRoutes } from './management/accounts.js';
 import { registerManagementKeyRoutes } from './management/keys.js';
@@ -15,6 +17,8 @@ export function buildRouter(app: App): Router<Route> {
   registerPublicRoutes(router, app);
   registerAuthRoutes(router, app);
   registerChatRoutes(router, app);
+  registerMessagesRoutes(router, app);
+  registerResponsesRoutes(router, app);
   registerSessionKeyRoutes(router, app);
   registerManagementAccountRoutes(router, app);
   registerManagementKeyRoutes(router, app);

@@ -1,5 +1,6 @@
 import type { ChatResult, FinishReason, GatewayStreamEvent, Usage } from '../../core/canonical.js';
 import type { GatewayError } from '../../core/errors.js';
+import type { SseFrame, StreamEncoder } from '../inference.js';
 
 /** Canonical result/stream → OpenAI chat completions JSON and chunks. Pure. */
 
@@ -56,7 +57,7 @@ export function encodeError(error: GatewayError) {
  * name on their first fragment), the finish chunk with an empty delta, and — only when the
  * client asked with stream_options.include_usage — the usage chunk with `choices: []`.
  */
-export class ChatChunkEncoder {
+export class ChatChunkEncoder implements StreamEncoder {
   private usage: Usage | undefined;
 
   constructor(
@@ -64,12 +65,16 @@ export class ChatChunkEncoder {
     private readonly includeUsage: boolean,
   ) {}
 
-  start(): string {
-    return this.chunk({ role: 'assistant', content: '' }, null);
+  start(): SseFrame[] {
+    return [{ data: this.chunk({ role: 'assistant', content: '' }, null) }];
   }
 
-  /** JSON texts for `data:` lines (the handler adds `[DONE]` after a finish). */
-  encode(event: GatewayStreamEvent): string[] {
+  /** `data:` frames (no event names in this format); `[DONE]` follows the finish. */
+  encode(event: GatewayStreamEvent): SseFrame[] {
+    return this.texts(event).map((data) => ({ data }));
+  }
+
+  private texts(event: GatewayStreamEvent): string[] {
     switch (event.type) {
       case 'text-delta':
         return [this.chunk({ content: event.text }, null)];
@@ -85,6 +90,7 @@ export class ChatChunkEncoder {
         if (this.includeUsage && this.usage) {
           out.push(JSON.stringify({ id: this.meta.id, object: 'chat.completion.chunk', created: this.meta.created, model: this.meta.model, choices: [], usage: encodeUsage(this.usage) }));
         }
+        out.push('[DONE]');
         return out;
       }
       case 'error':

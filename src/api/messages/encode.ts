@@ -1,0 +1,159 @@
+import type { ChatResult, FinishReason, GatewayStreamEvent, Usage } from '../../core/canonical.js';
+import type { GatewayError } from '../../core/errors.js';
+import type { SseFrame, StreamEncoder } from '../inference.js';
+
+/** Canonical result/stream → Anthropic Messages JSON and named SSE events. Pure. */
+
+export interface MessagesEncodeMeta {
+  id: string;
+  model: string;
+}
+
+type StopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use' | 'refusal';
+
+export function mapStopReason(finish: FinishReason, stopSequence: string | undefined): StopReason {
+  switch (finish) {
+    case 'length':
+      return 'max_tokens';
+    case 'tool_calls':
+      return 'tool_use';
+    case 'content_filter':
+      return 'refusal';
+    case 'stop':
+      return stopSequence !== undefined ? 'stop_sequence' : 'end_turn';
+  }
+}
+
+/** Anthropic's input_tokens exclude cache reads and writes (canonical input includes them). */
+export function encodeMessagesUsage(usage: Usage) {
+  return {
+    input_tokens: Math.max(0, usage.inputTokens - usage.cacheReadTokens - usage.cacheWriteTokens),
+    output_tokens: usage.outputTokens,
+    cache_creation_input_tokens: usage.cacheWriteTokens,
+    cache_read_input_tokens: usage.cacheReadTokens,
+  };
+}
+
+function parseInput(args: string): unknown {
+  if (args.trim() === '') return {};
+  try {
+    return JSON.parse(args);
+  } catch {
+    return { _raw: args };
+  }
+}
+
+export function encodeMessage(result: ChatResult, usage: Usage, meta: MessagesEncodeMeta) {
+  const content: Record<string, unknown>[] = [];
+  if (result.text !== '') content.push({ type: 'text', text: result.text, citations: null });
+  for (const call of result.toolCalls) content.push({ type: 'tool_use', id: call.id, name: call.name, input: parseInput(call.arguments) });
+  return {
+    id: meta.id,
+    type: 'message',
+    role: 'assistant',
+    model: meta.model,
+    content,
+    stop_reason: mapStopReason(result.finishReason, result.stopSequence),
+    stop_sequence: result.stopSequence ?? null,
+    usage: encodeMessagesUsage(usage),
+  };
+}
+
+/** The error body of the messages format: the envelope plus Anthropic's top-level type. */
+export function encodeMessagesError(error: GatewayError) {
+  return { type: 'error', ...error.toBody() };
+}
+
+
+/**
+ * Named events in Anthropic's order: message_start, then per block content_block_start,
+ * deltas and content_block_stop (indices 0, 1, 2 … in order; a ping after the first start),
+ * then message_delta (stop reason, final usage) and message_stop. Usage is only known at the
+ * end, so message_start carries zeros and message_delta the whole count, input included.
+ */
+export class MessagesStreamEncoder implements StreamEncoder {
+  private blockIndex = -1;
+  private open: { kind: 'text' } | { kind: 'tool'; toolIndex: number } | undefined;
+  private pinged = false;
+  private usage: Usage | undefined;
+
+  constructor(private readonly meta: MessagesEncodeMeta) {}
+
+  start(): SseFrame[] {
+    return [
+      frame('message_start', {
+        type: 'message_start',
+        message: {
+          id: this.meta.id,
+          type: 'message',
+          role: 'assistant',
+          model: this.meta.model,
+          content: [],
+          stop_reason: null,
+          stop_sequence: null,
+          usage: { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
+        },
+      }),
+    ];
+  }
+
+  encode(event: GatewayStreamEvent): SseFrame[] {
+    switch (event.type) {
+      case 'text-delta': {
+        const out = this.open?.kind === 'text' ? [] : this.startBlock({ kind: 'text' }, { type: 'text', text: '' });
+        out.push(frame('content_block_delta', { type: 'content_block_delta', index: this.blockIndex, delta: { type: 'text_delta', text: event.text } }));
+        return out;
+      }
+      case 'tool-call-start':
+        return this.startBlock({ kind: 'tool', toolIndex: event.index }, { type: 'tool_use', id: event.id, name: event.name, input: {} });
+      case 'tool-call-delta':
+        // Upstreams stream one tool call at a time; a delta always belongs to the open block.
+        if (this.open?.kind !== 'tool') return [];
+        return [frame('content_block_delta', { type: 'content_block_delta', index: this.blockIndex, delta: { type: 'input_json_delta', partial_json: event.argumentsDelta } })];
+      case 'usage':
+        this.usage = event.usage;
+        return [];
+      case 'finish': {
+        const out = this.closeBlock();
+        const usage = this.usage ? encodeMessagesUsage(this.usage) : { output_tokens: 0 };
+        out.push(
+          frame('message_delta', { type: 'message_delta', delta: { stop_reason: mapStopReason(event.finishReason, event.stopSequence), stop_sequence: event.stopSequence ?? null }, usage }),
+          frame('message_stop', { type: 'message_stop' }),
+        );
+        return out;
+      }
+      case 'error':
+        return [frame('error', { type: 'error', error: { type: anthropicErrorType(event.error), message: event.error.message } })];
+    }
+  }
+
+  private startBlock(kind: NonNullable<typeof this.open>, block: Record<string, unknown>): SseFrame[] {
+    const out = this.closeBlock();
+    this.blockIndex += 1;
+    this.open = kind;
+    out.push(frame('content_block_start', { type: 'content_block_start', index: this.blockIndex, content_block: block }));
+    if (!this.pinged) {
+      this.pinged = true;
+      out.push(frame('ping', { type: 'ping' }));
+    }
+    return out;
+  }
+
+  private closeBlock(): SseFrame[] {
+    if (!this.open) return [];
+    this.open = undefined;
+    return [frame('content_block_stop', { type: 'content_block_stop', index: this.blockIndex })];
+  }
+}
+
+function frame(event: string, data: unknown): SseFrame {
+  return { event, data: JSON.stringify(data) };
+}
+
+/** The Anthropic error type a client expects for a status (docs.anthropic.com "Errors"). */
+function anthropicErrorType(error: GatewayError): string {
+  if (error.status === 429) return 'rate_limit_error';
+  if (error.status === 504) return 'timeout_error';
+  if (error.status >= 500) return error.status === 529 ? 'overloaded_error' : 'api_error';
+  return error.type;
+}

@@ -1,0 +1,27 @@
+import type { App } from '../../app.js';
+import type { Route } from '../../http/server.js';
+import type { Router } from '../../http/router.js';
+import { requireApiKey } from '../guards.js';
+import { serveChatCall } from '../inference.js';
+import { decodeMessagesRequest } from './decode.js';
+import { encodeMessage, MessagesStreamEncoder } from './encode.js';
+
+/**
+ * POST /v1/messages (Anthropic Messages) for every catalog chat model. Auth by x-api-key or
+ * Authorization: Bearer; anthropic-version and anthropic-beta are accepted (the gateway picks
+ * the version it sends upstream). Errors add `"type": "error"` at the top level.
+ */
+export function registerMessagesRoutes(router: Router<Route>, app: App): void {
+  router.add('POST', '/v1/messages', {
+    errorBody: { type: 'error' },
+    handle: async (ctx) => {
+      const principal = requireApiKey(app, ctx);
+      const draft = decodeMessagesRequest(await ctx.json());
+      const id = `msg_${ctx.requestId.replace(/^req_/, '')}`;
+      await serveChatCall(app, ctx, principal, draft, 'messages', {
+        json: (outcome) => encodeMessage(outcome.result, outcome.usage, { id, model: outcome.model.id }),
+        stream: (model) => new MessagesStreamEncoder({ id, model }),
+      });
+    },
+  });
+}
