@@ -9,11 +9,11 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   res.end(text);
 }
 
-/** The error envelope `{error: {message, type, code, param}}`, plus the error's own headers. */
-export function sendError(res: ServerResponse, error: GatewayError, extraBody: Record<string, unknown> = {}): void {
+/** The error envelope `{error: {message, type, code, param}}` (or a route's own form), plus the error's headers. */
+export function sendError(res: ServerResponse, error: GatewayError, render: (error: GatewayError) => unknown = (e) => e.toBody()): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  sendJson(res, error.status, { ...extraBody, ...error.toBody() }, error.headers);
+  sendJson(res, error.status, render(error), error.headers);
 }

@@ -26,8 +26,8 @@ export type Handler = (ctx: RequestContext) => Promise<void> | void;
 
 export interface Route {
   handle: Handler;
-  /** Extra top-level fields of the error body (the messages format adds `type: "error"`). */
-  errorBody?: Record<string, unknown>;
+  /** The error body in this route's wire format (default: the `{error: {...}}` envelope). */
+  renderError?: (error: GatewayError) => unknown;
 }
 
 export interface HttpServerOptions {
@@ -107,7 +107,7 @@ export function createHttpServer(options: HttpServerOptions): Server {
       }
       // An unread request body would otherwise hold up the next request on this connection.
       if (!req.complete && hasBody(req)) res.setHeader('connection', 'close');
-      sendError(res, gatewayError, route?.errorBody);
+      sendError(res, gatewayError, route?.renderError);
     }
   }
 

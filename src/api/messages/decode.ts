@@ -132,7 +132,20 @@ function decodeTurns(value: unknown): Message[] {
   value.forEach((raw, index) => {
     const at = `messages[${index}]`;
     if (!isObject(raw)) throw errors.invalidField(at, 'must be an object');
-    if (raw.role !== 'user' && raw.role !== 'assistant') throw errors.invalidField(`${at}.role`, 'must be user or assistant (put system text in the top-level system field)');
+    if (raw.role === 'system') {
+      // Allowed in messages since anthropic-version 2026-10-21 (the 1.x SDK's types have it).
+      const parts = typeof raw.content === 'string' ? [{ type: 'text', text: raw.content }] : raw.content;
+      if (!Array.isArray(parts)) throw errors.invalidField(`${at}.content`, 'must be a string or an array of text blocks');
+      out.push({
+        role: 'system',
+        content: parts.map((block, i) => {
+          if (!isObject(block) || block.type !== 'text') throw errors.invalidField(`${at}.content[${i}]`, 'must be a text block');
+          return textBlock(block, `${at}.content[${i}]`);
+        }),
+      });
+      return;
+    }
+    if (raw.role !== 'user' && raw.role !== 'assistant') throw errors.invalidField(`${at}.role`, 'must be user, assistant or system');
     const blocks: unknown[] = typeof raw.content === 'string' ? [{ type: 'text', text: raw.content }] : Array.isArray(raw.content) ? raw.content : [];
     if (typeof raw.content !== 'string' && !Array.isArray(raw.content)) throw errors.invalidField(`${at}.content`, 'must be a string or an array of content blocks');
     if (raw.role === 'assistant') {

@@ -59,9 +59,14 @@ export function encodeMessage(result: ChatResult, usage: Usage, meta: MessagesEn
   };
 }
 
-/** The error body of the messages format: the envelope plus Anthropic's top-level type. */
+/**
+ * The error body of the messages format: the gateway's envelope with Anthropic's error type
+ * (which Anthropic clients read) and the top-level `"type": "error"`; `code` keeps the
+ * gateway's precise reason (insufficient_credits, budget_exceeded, upstream_timeout ...).
+ */
 export function encodeMessagesError(error: GatewayError) {
-  return { type: 'error', ...error.toBody() };
+  const body = error.toBody();
+  return { type: 'error', error: { ...body.error, type: anthropicErrorType(error) } };
 }
 
 
@@ -150,10 +155,19 @@ function frame(event: string, data: unknown): SseFrame {
   return { event, data: JSON.stringify(data) };
 }
 
+const ANTHROPIC_TYPES: Record<number, string> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  402: 'billing_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  504: 'timeout_error',
+  529: 'overloaded_error',
+};
+
 /** The Anthropic error type a client expects for a status (docs.anthropic.com "Errors"). */
-function anthropicErrorType(error: GatewayError): string {
-  if (error.status === 429) return 'rate_limit_error';
-  if (error.status === 504) return 'timeout_error';
-  if (error.status >= 500) return error.status === 529 ? 'overloaded_error' : 'api_error';
-  return error.type;
+export function anthropicErrorType(error: GatewayError): string {
+  return ANTHROPIC_TYPES[error.status] ?? (error.status >= 500 ? 'api_error' : 'invalid_request_error');
 }

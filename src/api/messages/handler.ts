@@ -4,16 +4,16 @@ import type { Router } from '../../http/router.js';
 import { requireApiKey } from '../guards.js';
 import { serveChatCall } from '../inference.js';
 import { decodeMessagesRequest } from './decode.js';
-import { encodeMessage, MessagesStreamEncoder } from './encode.js';
+import { encodeMessage, encodeMessagesError, MessagesStreamEncoder } from './encode.js';
 
 /**
  * POST /v1/messages (Anthropic Messages) for every catalog chat model. Auth by x-api-key or
  * Authorization: Bearer; anthropic-version and anthropic-beta are accepted (the gateway picks
- * the version it sends upstream). Errors add `"type": "error"` at the top level.
+ * the version it sends upstream). Errors carry Anthropic's error types and a top-level `"type": "error"`.
  */
 export function registerMessagesRoutes(router: Router<Route>, app: App): void {
   router.add('POST', '/v1/messages', {
-    errorBody: { type: 'error' },
+    renderError: encodeMessagesError,
     handle: async (ctx) => {
       const principal = requireApiKey(app, ctx);
       const draft = decodeMessagesRequest(await ctx.json());

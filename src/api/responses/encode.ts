@@ -194,7 +194,9 @@ export class ResponsesStreamEncoder implements StreamEncoder {
     return { event: type, data: JSON.stringify({ type, sequence_number: this.sequence++, ...fields }) };
   }
 
+  /** The flat fields of the documented event, and the nested `error` that openai-node turns into an APIError. */
   private errorFrame(error: GatewayError): SseFrame {
-    return { event: 'error', data: JSON.stringify({ type: 'error', sequence_number: this.sequence++, code: error.code, message: error.message, param: error.param }) };
+    const detail = { type: error.type, code: error.code, message: error.message, param: error.param };
+    return { event: 'error', data: JSON.stringify({ type: 'error', sequence_number: this.sequence++, code: error.code, message: error.message, param: error.param, error: detail }) };
   }
 }
