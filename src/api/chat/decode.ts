@@ -50,6 +50,7 @@ export function decodeChatCompletion(raw: unknown): DecodedChatCompletion {
     throw errors.invalidField('max_tokens', 'set max_tokens or max_completion_tokens, not both');
   }
   if (maxTokens !== undefined) draft.maxTokens = maxTokens;
+  draft.maxTokensField = body.max_completion_tokens != null ? 'max_completion_tokens' : 'max_tokens';
   const temperature = numberIn(body, 'temperature', 0, 2);
   if (temperature !== undefined) draft.temperature = temperature;
   const topP = numberIn(body, 'top_p', 0, 1);

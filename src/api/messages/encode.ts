@@ -79,6 +79,8 @@ export function encodeMessagesError(error: GatewayError) {
 export class MessagesStreamEncoder implements StreamEncoder {
   private blockIndex = -1;
   private open: { kind: 'text' } | { kind: 'tool'; toolIndex: number } | undefined;
+  /** Each tool call's block, so every argument fragment lands in its own call's block. */
+  private readonly toolBlocks = new Map<number, number>();
   private pinged = false;
   private usage: Usage | undefined;
 
@@ -109,12 +111,16 @@ export class MessagesStreamEncoder implements StreamEncoder {
         out.push(frame('content_block_delta', { type: 'content_block_delta', index: this.blockIndex, delta: { type: 'text_delta', text: event.text } }));
         return out;
       }
-      case 'tool-call-start':
-        return this.startBlock({ kind: 'tool', toolIndex: event.index }, { type: 'tool_use', id: event.id, name: event.name, input: {} });
-      case 'tool-call-delta':
-        // Upstreams stream one tool call at a time; a delta always belongs to the open block.
-        if (this.open?.kind !== 'tool') return [];
-        return [frame('content_block_delta', { type: 'content_block_delta', index: this.blockIndex, delta: { type: 'input_json_delta', partial_json: event.argumentsDelta } })];
+      case 'tool-call-start': {
+        const out = this.startBlock({ kind: 'tool', toolIndex: event.index }, { type: 'tool_use', id: event.id, name: event.name, input: {} });
+        this.toolBlocks.set(event.index, this.blockIndex);
+        return out;
+      }
+      case 'tool-call-delta': {
+        const index = this.toolBlocks.get(event.index);
+        if (index === undefined) return [];
+        return [frame('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: event.argumentsDelta } })];
+      }
       case 'usage':
         this.usage = event.usage;
         return [];

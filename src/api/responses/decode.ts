@@ -53,7 +53,7 @@ export function decodeResponsesRequest(raw: unknown): DecodedResponsesRequest {
   const messages: Message[] = instructions ? [{ role: 'system', content: [{ type: 'text', text: instructions }] }] : [];
   messages.push(...decodeInput(body.input));
 
-  const draft: ChatDraft = { model: body.model, messages, stream: body.stream === true };
+  const draft: ChatDraft = { model: body.model, messages, stream: body.stream === true, maxTokensField: 'max_output_tokens' };
   const echo: ResponsesEcho = {
     instructions,
     maxOutputTokens: null,

@@ -104,11 +104,18 @@ export function encodeResponse(result: ChatResult, usage: Usage, meta: Responses
 }
 
 
-/** The Responses event sequence, with increasing sequence_number from 0. */
+/**
+ * The Responses event sequence, with increasing sequence_number from 0. One item is open at a
+ * time, as OpenAI streams them. Each argument fragment goes to its own call's item (by tool
+ * index), so a fragment arriving after the next call started still lands in the right call.
+ */
 export class ResponsesStreamEncoder implements StreamEncoder {
   private sequence = 0;
   private readonly output: OutputItem[] = [];
-  private open: OutputItem | undefined;
+  private message: MessageItem | undefined;
+  /** Every function call item by tool index, and which of them is still open. */
+  private readonly calls = new Map<number, FunctionCallItem>();
+  private openCall: FunctionCallItem | undefined;
   private usage: Usage | undefined;
 
   constructor(private readonly meta: ResponsesEncodeMeta) {}
@@ -121,31 +128,34 @@ export class ResponsesStreamEncoder implements StreamEncoder {
   encode(event: GatewayStreamEvent): SseFrame[] {
     switch (event.type) {
       case 'text-delta': {
-        const out = this.open?.type === 'message' ? [] : this.openMessage();
-        const item = this.open as MessageItem;
+        const out = this.message ? [] : [...this.closeCalls(), ...this.openMessage()];
+        const item = this.message as MessageItem;
         (item.content[0] as OutputText).text += event.text;
         out.push(this.frame('response.output_text.delta', { item_id: item.id, output_index: this.indexOf(item), content_index: 0, delta: event.text, logprobs: [] }));
         return out;
       }
       case 'tool-call-start': {
-        const out = this.closeOpen();
+        const out = [...this.closeMessage(), ...this.closeCalls()];
         const item: FunctionCallItem = { type: 'function_call', id: `fc_${this.meta.id.slice(5)}_${this.output.length}`, call_id: event.id, name: event.name, arguments: '', status: 'in_progress' };
         this.output.push(item);
-        this.open = item;
+        this.calls.set(event.index, item);
+        this.openCall = item;
         out.push(this.frame('response.output_item.added', { output_index: this.indexOf(item), item: { ...item } }));
         return out;
       }
       case 'tool-call-delta': {
-        if (this.open?.type !== 'function_call') return [];
-        this.open.arguments += event.argumentsDelta;
-        return [this.frame('response.function_call_arguments.delta', { item_id: this.open.id, output_index: this.indexOf(this.open), delta: event.argumentsDelta })];
+        const item = this.calls.get(event.index);
+        if (!item) return [];
+        item.arguments += event.argumentsDelta;
+        return [this.frame('response.function_call_arguments.delta', { item_id: item.id, output_index: this.indexOf(item), delta: event.argumentsDelta })];
       }
       case 'usage':
         this.usage = event.usage;
         return [];
       case 'finish': {
         const incomplete = outcome(event.finishReason).status === 'incomplete';
-        const out = this.closeOpen(incomplete ? 'incomplete' : 'completed');
+        const status = incomplete ? 'incomplete' : 'completed';
+        const out = [...this.closeMessage(status), ...this.closeCalls(status)];
         const response = responseObject(this.meta, this.output, this.usage, event.finishReason);
         out.push(this.frame(incomplete ? 'response.incomplete' : 'response.completed', { response }));
         return out;
@@ -156,30 +166,35 @@ export class ResponsesStreamEncoder implements StreamEncoder {
   }
 
   private openMessage(): SseFrame[] {
-    const out = this.closeOpen();
     const item: MessageItem = { type: 'message', id: `msg_${this.meta.id.slice(5)}_${this.output.length}`, status: 'in_progress', role: 'assistant', content: [] };
     this.output.push(item);
-    out.push(this.frame('response.output_item.added', { output_index: this.indexOf(item), item: structuredClone(item) }));
+    const out = [this.frame('response.output_item.added', { output_index: this.indexOf(item), item: structuredClone(item) })];
     item.content.push({ type: 'output_text', text: '', annotations: [], logprobs: [] });
     out.push(this.frame('response.content_part.added', { item_id: item.id, output_index: this.indexOf(item), content_index: 0, part: { type: 'output_text', text: '', annotations: [] } }));
-    this.open = item;
+    this.message = item;
     return out;
   }
 
-  private closeOpen(status: 'completed' | 'incomplete' = 'completed'): SseFrame[] {
-    const item = this.open;
+  private closeMessage(status: 'completed' | 'incomplete' = 'completed'): SseFrame[] {
+    const item = this.message;
     if (!item) return [];
-    this.open = undefined;
+    this.message = undefined;
     item.status = status;
     const index = this.indexOf(item);
-    if (item.type === 'message') {
-      const part = item.content[0] as OutputText;
-      return [
-        this.frame('response.output_text.done', { item_id: item.id, output_index: index, content_index: 0, text: part.text, logprobs: [] }),
-        this.frame('response.content_part.done', { item_id: item.id, output_index: index, content_index: 0, part: { type: 'output_text', text: part.text, annotations: [] } }),
-        this.frame('response.output_item.done', { output_index: index, item: structuredClone(item) }),
-      ];
-    }
+    const part = item.content[0] as OutputText;
+    return [
+      this.frame('response.output_text.done', { item_id: item.id, output_index: index, content_index: 0, text: part.text, logprobs: [] }),
+      this.frame('response.content_part.done', { item_id: item.id, output_index: index, content_index: 0, part: { type: 'output_text', text: part.text, annotations: [] } }),
+      this.frame('response.output_item.done', { output_index: index, item: structuredClone(item) }),
+    ];
+  }
+
+  private closeCalls(status: 'completed' | 'incomplete' = 'completed'): SseFrame[] {
+    const item = this.openCall;
+    if (!item) return [];
+    this.openCall = undefined;
+    item.status = status;
+    const index = this.indexOf(item);
     return [
       this.frame('response.function_call_arguments.done', { item_id: item.id, output_index: index, name: item.name, arguments: item.arguments }),
       this.frame('response.output_item.done', { output_index: index, item: { ...item } }),

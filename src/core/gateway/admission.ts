@@ -16,6 +16,8 @@ export interface AdmissionInput {
   promptTokens: number;
   /** The client's output limit; when absent the gateway picks the most the wallet covers. */
   requestedMaxTokens: number | undefined;
+  /** What the client's format calls that limit, to name it in errors. */
+  maxTokensField: string;
 }
 
 export interface Admission {
@@ -87,8 +89,8 @@ export class Admitter {
         status: 400,
         type: 'invalid_request_error',
         code: 'invalid_field',
-        param: 'max_tokens',
-        message: `max_tokens: must be at most ${modelMax} for ${input.model.id}`,
+        param: input.maxTokensField,
+        message: `${input.maxTokensField}: must be at most ${modelMax} for ${input.model.id}`,
       });
     }
     let maxTokens = input.requestedMaxTokens ?? modelMax ?? DEFAULT_MAX_TOKENS;
@@ -118,21 +120,21 @@ export class Admitter {
             status: 402,
             type: 'budget_exceeded',
             code: 'budget_exceeded',
-            message: `this API key's remaining budget (${formatInrDisplay(Math.max(0, keyFree))}${others.key > 0 ? ` after ${formatInrDisplay(others.key)} held by calls in progress` : ''}) ${coverage(affordable, input.model.id)}`,
+            message: `this API key's remaining budget (${formatInrDisplay(Math.max(0, keyFree))}${others.key > 0 ? ` after ${formatInrDisplay(others.key)} held by calls in progress` : ''}) ${coverage(affordable, input)}`,
           })
         : new GatewayError({
             status: 402,
             type: 'insufficient_credits',
             code: 'insufficient_credits',
-            message: `insufficient credits: the wallet balance is ${formatInrDisplay(account?.balanceMicros ?? 0)}${others.account > 0 ? ` with ${formatInrDisplay(others.account)} held by calls in progress` : ''}, which ${coverage(affordable, input.model.id)}; top up the wallet`,
+            message: `insufficient credits: the wallet balance is ${formatInrDisplay(account?.balanceMicros ?? 0)}${others.account > 0 ? ` with ${formatInrDisplay(others.account)} held by calls in progress` : ''}, which ${coverage(affordable, input)}; top up the wallet`,
           });
     }
     throw new Error('unreachable');
   }
 }
 
-function coverage(affordable: number, model: string): string {
-  return affordable >= 1 ? `covers at most max_tokens=${affordable} for ${model}` : `does not cover this prompt on ${model}`;
+function coverage(affordable: number, input: AdmissionInput): string {
+  return affordable >= 1 ? `covers at most ${input.maxTokensField}=${affordable} for ${input.model.id}` : `does not cover this prompt on ${input.model.id}`;
 }
 
 function rateLimited(rate: RateDecision): GatewayError {

@@ -19,6 +19,8 @@ import type { Settlement } from './settlement.js';
 export interface ChatDraft extends Omit<ChatRequest, 'model' | 'upstreamModel' | 'maxTokens'> {
   model: string;
   maxTokens?: number;
+  /** The client's name for the output limit (max_tokens, max_completion_tokens, max_output_tokens), for messages. */
+  maxTokensField?: string;
   /** Request fields the ingress accepted but no provider can act on. */
   ignoredParams?: string[];
 }
@@ -207,7 +209,7 @@ export class ChatService {
       });
     }
     const family = PROVIDER_FAMILIES[provider.type];
-    const { ignoredParams: ingressIgnored = [], maxTokens: requestedMaxTokens, ...rest } = draft;
+    const { ignoredParams: ingressIgnored = [], maxTokens: requestedMaxTokens, maxTokensField = 'max_tokens', ...rest } = draft;
     const admission = await this.admitter.admit({
       requestId: ctx.requestId,
       accountId: ctx.accountId,
@@ -216,6 +218,7 @@ export class ChatService {
       model,
       promptTokens: promptTokenBound(rest),
       requestedMaxTokens,
+      maxTokensField,
     });
     const headers: Record<string, string> = { ...rateHeaders(admission.rate), 'x-gateway-model': model.id };
     const partial = { model, provider, family, admission, headers };

@@ -12,6 +12,19 @@ import { mapOpenAiFinishReason, mapOpenAiUsage } from './parse-response.js';
 export function createOpenAiStreamDecoder(provider: string, context: TranslationContext): StreamDecoder {
   let finish: string | undefined;
   const started = new Set<number>();
+  /**
+   * A call's start is held until its first argument fragment: some OpenAI-compatible servers
+   * send every call's header first and the arguments after, and the canonical stream (like
+   * the Messages and Responses wires) has each call's arguments follow its own start.
+   */
+  const pending = new Map<number, StreamPart>();
+  const release = (index: number): StreamPart[] => {
+    const start = pending.get(index);
+    if (!start) return [];
+    pending.delete(index);
+    started.add(index);
+    return [start];
+  };
   let sawToolCall = false;
   let done = false;
 
@@ -35,13 +48,15 @@ export function createOpenAiStreamDecoder(provider: string, context: Translation
           const call = asRecord(raw) ?? {};
           const index = typeof call.index === 'number' ? call.index : 0;
           const fn = asRecord(call.function) ?? {};
-          if (!started.has(index)) {
-            started.add(index);
+          if (!started.has(index) && !pending.has(index)) {
             sawToolCall = true;
-            parts.push({ type: 'tool-call-start', index, id: asString(call.id) ?? context.newToolCallId(), name: asString(fn.name) ?? '' });
+            pending.set(index, { type: 'tool-call-start', index, id: asString(call.id) ?? context.newToolCallId(), name: asString(fn.name) ?? '' });
           }
           const args = asString(fn.arguments);
-          if (args) parts.push({ type: 'tool-call-delta', index, argumentsDelta: args });
+          if (args) {
+            parts.push(...release(index));
+            parts.push({ type: 'tool-call-delta', index, argumentsDelta: args });
+          }
         }
         const reason = asString(choice.finish_reason);
         if (reason) finish = reason;
@@ -54,7 +69,9 @@ export function createOpenAiStreamDecoder(provider: string, context: Translation
       // A stream cut short (no finish_reason, no [DONE]) is a failure, not a short answer.
       if (!done && finish === undefined) throw upstreamMalformed(provider, 'a stream that ended before its last chunk');
       const reason: FinishReason = mapOpenAiFinishReason(finish, sawToolCall);
-      return [{ type: 'finish', finishReason: reason }];
+      // Calls without arguments start here, in index order.
+      const held = [...pending.keys()].sort((a, b) => a - b).flatMap(release);
+      return [...held, { type: 'finish', finishReason: reason }];
     },
   };
 }
