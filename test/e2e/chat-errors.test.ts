@@ -340,7 +340,8 @@ t.test('model errors', async (t) => {
   t.match(tooMany.json.error.message, /16384/, 'states the model limit');
 
   const streamTooMany = await post(gw, funded.key, { model: 'openai/gpt-4o-mini', messages: USER, max_completion_tokens: 20000, stream: true });
-  expectError(t, streamTooMany, 400, 'invalid_request_error', undefined, 'max_tokens');
+  expectError(t, streamTooMany, 400, 'invalid_request_error', undefined, 'max_completion_tokens');
+  t.match(streamTooMany.json.error.message, /^max_completion_tokens: /, 'names the field the client used');
 
   t.equal(sim.requests.length, requestsBefore, 'nothing reached the simulator');
   t.equal(gw.app.store.usage.list({ limit: 1000 }).length, rowsBefore, 'no usage row written');
