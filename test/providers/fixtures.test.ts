@@ -51,6 +51,22 @@ for (const type of ['openai', 'anthropic', 'gemini'] as const) {
   });
 }
 
+const responses: [ProviderType, string][] = [
+  ['openai', 'response-tools'],
+  ['anthropic', 'response-tools'],
+  ['anthropic', 'response-stop-sequence'],
+  ['gemini', 'response-calls'],
+  ['gemini', 'response-blocked'],
+];
+
+for (const [type, name] of responses) {
+  t.test(`${type}/${name}.json → canonical result`, async (t) => {
+    let ids = 0;
+    const result = PROVIDER_FAMILIES[type].parseChatResponse(JSON.parse(read(`${type}/${name}.json`)), request, { newToolCallId: () => `call_${++ids}` });
+    t.strictSame(result, JSON.parse(read(`${type}/${name}.expected.json`)));
+  });
+}
+
 const streams: [ProviderType, string][] = [
   ['openai', 'parallel-tools'],
   ['openai', 'text-length'],
