@@ -30,10 +30,10 @@ const LAST_USED_FLUSH_MS = 5000;
 export async function startGateway(config: GatewayConfig, options: StartOptions = {}): Promise<RunningGateway> {
   const logger = options.logger ?? pino({ level: config.logging.level, base: { service: 'llm-gateway' } });
   const store = Store.open(config.database.path, { busyTimeoutMs: config.database.busyTimeoutMs });
-  let redis: ReturnType<typeof createRedis> | undefined;
+  let redis: Awaited<ReturnType<typeof createRedis>> | undefined;
   if (config.redis) {
     let lastError = '';
-    redis = createRedis(config.redis.url, (error) => {
+    redis = await createRedis(config.redis.url, (error) => {
       // ioredis repeats the same error on every reconnect attempt; log it once per change.
       if (error.message !== lastError) logger.warn({ err: { message: error.message } }, 'redis error');
       lastError = error.message;

@@ -29,7 +29,7 @@ export function registerAuthRoutes(router: Router<Route>, app: App): void {
       const password = requiredPassword(body);
       const name = requiredString(body, 'name', { max: 200 });
       const account = await app.accounts.create({ email, name, password, role: 'user' });
-      const token = app.sessions.issue(account.id);
+      const token = await app.sessions.issue(account.id);
       ctx.send(201, { user: presentAccount(account), token }, { 'set-cookie': cookie(token) });
     },
   });
@@ -41,7 +41,7 @@ export function registerAuthRoutes(router: Router<Route>, app: App): void {
       const email = requiredString(body, 'email', { max: 254 });
       const password = requiredString(body, 'password', { max: 1024 });
       const account = await app.accounts.login(email, password, ctx.clientIp);
-      const token = app.sessions.issue(account.id);
+      const token = await app.sessions.issue(account.id);
       const expiresAt = new Date(Date.now() + app.config.auth.sessionTtlSeconds * 1000).toISOString();
       ctx.send(200, { token, expires_at: expiresAt }, { 'set-cookie': cookie(token) });
     },
@@ -54,8 +54,8 @@ export function registerAuthRoutes(router: Router<Route>, app: App): void {
   });
 
   router.add('GET', '/api/auth/me', {
-    handle: (ctx) => {
-      const account = requireSession(app, ctx);
+    handle: async (ctx) => {
+      const account = await requireSession(app, ctx);
       ctx.send(200, { user: presentAccount(account) });
     },
   });

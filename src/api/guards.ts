@@ -63,12 +63,12 @@ export function requireManagementKey(app: App, ctx: RequestContext): KeyPrincipa
 }
 
 /** For the session endpoints: the `token` cookie or a bearer JWT. */
-export function requireSession(app: App, ctx: RequestContext): Account {
+export async function requireSession(app: App, ctx: RequestContext): Promise<Account> {
   const bearer = presentedCredential(ctx.req);
   if (bearer && keyKindOf(bearer) !== null) throw errors.keyOnSessionEndpoint();
   const token = bearer ?? readCookie(ctx.req.headers.cookie, 'token');
   if (!token) throw errors.missingCredentials('the session cookie token or Authorization: Bearer <session token>');
-  const accountId = app.sessions.verify(token);
+  const accountId = await app.sessions.verify(token);
   const account = accountId === undefined ? undefined : app.accounts.get(accountId);
   if (!account) throw errors.invalidSession();
   ctx.logFields.account_id = account.id;

@@ -30,7 +30,7 @@ export function registerSessionKeyRoutes(router: Router<Route>, app: App): void 
 
     router.add('POST', base, {
       handle: async (ctx) => {
-        const account = requireSession(app, ctx);
+        const account = await requireSession(app, ctx);
         const now = Date.now();
         const input = parseKeyCreate(kind, await ctx.json(), now);
         const { record, secret } = app.keys.create(kind, account.id, input);
@@ -38,22 +38,22 @@ export function registerSessionKeyRoutes(router: Router<Route>, app: App): void 
       },
     });
     router.add('GET', base, {
-      handle: (ctx) => {
-        const account = requireSession(app, ctx);
+      handle: async (ctx) => {
+        const account = await requireSession(app, ctx);
         const now = Date.now();
         ctx.send(200, { object: 'list', data: app.keys.list(kind, account.id).map((key) => presentKey(key, now)) });
       },
     });
     router.add('GET', `${base}/:id`, {
-      handle: (ctx) => {
-        const account = requireSession(app, ctx);
+      handle: async (ctx) => {
+        const account = await requireSession(app, ctx);
         ctx.send(200, presentKey(own(account, ctx.params.id as string), Date.now()));
       },
     });
     if (kind === 'api') {
       router.add('PATCH', `${base}/:id`, {
         handle: async (ctx) => {
-          const account = requireSession(app, ctx);
+          const account = await requireSession(app, ctx);
           const record = own(account, ctx.params.id as string);
           const now = Date.now();
           const changes = parseKeyUpdate(kind, await ctx.json(), now);
@@ -62,8 +62,8 @@ export function registerSessionKeyRoutes(router: Router<Route>, app: App): void 
       });
     }
     router.add('DELETE', `${base}/:id`, {
-      handle: (ctx) => {
-        const account = requireSession(app, ctx);
+      handle: async (ctx) => {
+        const account = await requireSession(app, ctx);
         const record = own(account, ctx.params.id as string);
         ctx.send(200, presentKey(app.keys.revoke(record), Date.now()));
       },

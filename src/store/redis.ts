@@ -1,12 +1,14 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 
 /**
- * The optional shared Redis. Commands fail fast while disconnected (no offline queue), so a
+ * The optional shared Redis (ioredis, imported on first use). Commands fail fast while disconnected (no offline queue), so a
  * Redis outage shows as errors and readiness failures, not as requests piling up; ioredis
  * keeps reconnecting in the background.
  */
-export function createRedis(url: string, onError: (error: Error) => void): Redis {
-  const redis = new Redis(url, {
+export async function createRedis(url: string, onError: (error: Error) => void): Promise<Redis> {
+  // Loaded only when Redis is configured: a single daemon does not pay for the client.
+  const { Redis: RedisClient } = await import('ioredis');
+  const redis = new RedisClient(url, {
     lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,

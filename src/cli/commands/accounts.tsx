@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { Table, Details, Success } from '../ui/components.js';
-import { emit, inr, when, type Io } from '../io.js';
+import { emit, inr, when } from '../render.js';
+import type { Io } from '../io.js';
 import { intArg, managementClient, withClientOptions, type ClientFlags } from '../options.js';
 import type { AccountView, ListOf } from './types.js';
 

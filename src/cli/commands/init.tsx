@@ -8,7 +8,8 @@ import { requiredPassword } from '../../api/auth.js';
 import { presentAccount, presentKey } from '../../api/presenters.js';
 import { SecretReveal } from '../ui/components.js';
 import { CliError } from '../client.js';
-import { emit, type Io } from '../io.js';
+import { emit } from '../render.js';
+import type { Io } from '../io.js';
 import { UsageError } from '../options.js';
 
 /**

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { SecretReveal, Success, Table } from '../ui/components.js';
-import { emit, inr, when, type Io } from '../io.js';
+import { emit, inr, when } from '../render.js';
+import type { Io } from '../io.js';
 import { dateArg, inrArg, intArg, managementClient, withClientOptions, type ClientFlags } from '../options.js';
 import type { KeyView, ListOf } from './types.js';
 

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { Table } from '../ui/components.js';
-import { emit, inr, type Io } from '../io.js';
+import { emit, inr } from '../render.js';
+import type { Io } from '../io.js';
 import { publicClient, withClientOptions, type ClientFlags } from '../options.js';
 import type { CatalogModelView, ListOf } from './types.js';
 

@@ -4,7 +4,8 @@ import { parseInr } from '../../core/money.js';
 import { SseParser } from '../../providers/shared/sse-parser.js';
 import { Table } from '../ui/components.js';
 import { addToTotals, USAGE_COLUMNS, UsageTail, type UsageTotals } from '../ui/usage.js';
-import { emit, type Io } from '../io.js';
+import { emit } from '../render.js';
+import type { Io } from '../io.js';
 import { dateArg, intArg, managementClient, withClientOptions, type ClientFlags } from '../options.js';
 import type { ListOf, UsageView } from './types.js';
 

@@ -1,7 +1,7 @@
 import { Box, Text } from 'ink';
 import type { UsageView } from '../commands/types.js';
 import { formatInrDisplay } from '../../core/money.js';
-import { inr } from '../io.js';
+import { inr } from '../render.js';
 import { Table, type Column } from './components.js';
 
 /** Usage rows and the live tail view: props in, no I/O. */

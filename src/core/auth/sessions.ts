@@ -1,12 +1,19 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import jwt from 'jsonwebtoken';
+import type { default as Jwt } from 'jsonwebtoken';
 
-/** Session tokens: HS256 JWTs naming the account, for the `/api/` endpoints. */
+/**
+ * Session tokens: HS256 JWTs naming the account, for the `/api/` endpoints. jsonwebtoken
+ * (~11 MB of heap with its dependencies) is loaded on the first session call, so a daemon
+ * that only serves API keys never pays for it.
+ */
 
 const ISSUER = 'llm-gateway';
 const AUDIENCE = 'session';
+
+let jwtModule: Promise<typeof Jwt> | undefined;
+const loadJwt = (): Promise<typeof Jwt> => (jwtModule ??= import('jsonwebtoken').then((m) => m.default));
 
 export class SessionTokens {
   constructor(
@@ -14,12 +21,14 @@ export class SessionTokens {
     readonly ttlSeconds: number,
   ) {}
 
-  issue(accountId: string): string {
+  async issue(accountId: string): Promise<string> {
+    const jwt = await loadJwt();
     return jwt.sign({}, this.secret, { algorithm: 'HS256', subject: accountId, issuer: ISSUER, audience: AUDIENCE, expiresIn: this.ttlSeconds });
   }
 
   /** The account id the token names, or undefined for a bad, foreign or expired token. */
-  verify(token: string): string | undefined {
+  async verify(token: string): Promise<string | undefined> {
+    const jwt = await loadJwt();
     try {
       const payload = jwt.verify(token, this.secret, { algorithms: ['HS256'], issuer: ISSUER, audience: AUDIENCE });
       return typeof payload === 'object' && typeof payload.sub === 'string' ? payload.sub : undefined;
