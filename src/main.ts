@@ -28,7 +28,12 @@ const LAST_USED_FLUSH_MS = 5000;
 
 /** load config ► open store and Redis ► build app ► listen. Signals are the caller's (the CLI's). */
 export async function startGateway(config: GatewayConfig, options: StartOptions = {}): Promise<RunningGateway> {
-  const logger = options.logger ?? pino({ level: config.logging.level, base: { service: 'llm-gateway' } });
+  // Log lines are buffered (up to 4 KB, flushed every second and at shutdown) instead of one
+  // write(2) per request line.
+  const logger =
+    options.logger ?? pino({ level: config.logging.level, base: { service: 'llm-gateway' } }, pino.destination({ dest: 1, sync: false, minLength: 4096 }));
+  const logFlush = setInterval(() => logger.flush(), 1000);
+  logFlush.unref();
   const store = Store.open(config.database.path, { busyTimeoutMs: config.database.busyTimeoutMs });
   let redis: Awaited<ReturnType<typeof createRedis>> | undefined;
   if (config.redis) {
@@ -71,6 +76,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;
   logger.info({ url, config: config.source, database: config.database.path, redis: config.redis ? 'enabled' : 'disabled', models: config.models.length }, 'gateway listening');
+  logger.flush();
 
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
@@ -90,7 +96,9 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       await app.upstream.close();
       if (redis) await redis.quit().catch(() => redis?.disconnect());
       store.close();
+      clearInterval(logFlush);
       logger.info('gateway stopped');
+      await new Promise<void>((resolve) => logger.flush(() => resolve()));
     })();
     return closing;
   };
