@@ -34,7 +34,10 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     options.logger ?? pino({ level: config.logging.level, base: { service: 'llm-gateway' } }, pino.destination({ dest: 1, sync: false, minLength: 4096 }));
   const logFlush = setInterval(() => logger.flush(), 1000);
   logFlush.unref();
-  const store = Store.open(config.database.path, { busyTimeoutMs: config.database.busyTimeoutMs });
+  const store = Store.open(config.database.path, {
+    busyTimeoutMs: config.database.busyTimeoutMs,
+    onCheckpointError: (message) => logger.warn({ err: { message } }, 'WAL checkpoint failed'),
+  });
   let redis: Awaited<ReturnType<typeof createRedis>> | undefined;
   if (config.redis) {
     let lastError = '';
@@ -95,7 +98,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       app.holds.close();
       await app.upstream.close();
       if (redis) await redis.quit().catch(() => redis?.disconnect());
-      store.close();
+      await store.close();
       clearInterval(logFlush);
       logger.info('gateway stopped');
       await new Promise<void>((resolve) => logger.flush(() => resolve()));

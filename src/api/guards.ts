@@ -34,8 +34,12 @@ function accountOf(app: App, key: KeyRecord): Account {
   return account;
 }
 
-/** For `/v1/*`: an `sk-` key. A valid `akm-` key gets 403, anything else 401. */
-export function requireApiKey(app: App, ctx: RequestContext): KeyPrincipal {
+/**
+ * For `/v1/*`: an `sk-` key (from the memory cache on the hot path: no store read; the
+ * gateway reads the account's balance itself when it admits a call). A valid `akm-` key gets
+ * 403, anything else 401.
+ */
+export function requireApiKey(app: App, ctx: RequestContext): KeyRecord {
   const credential = presentedCredential(ctx.req);
   if (!credential) throw errors.missingCredentials('Authorization: Bearer sk-… or x-api-key: sk-…');
   if (keyKindOf(credential) === 'management') {
@@ -45,7 +49,7 @@ export function requireApiKey(app: App, ctx: RequestContext): KeyPrincipal {
   const key = app.keyAuth.api.authenticate(credential);
   ctx.logFields.key_id = key.id;
   ctx.logFields.account_id = key.accountId;
-  return { account: accountOf(app, key), key };
+  return key;
 }
 
 /** For `/api/management/*`: an `akm-` key. A valid `sk-` key gets 403, anything else 401. */

@@ -3,7 +3,7 @@ import type { GatewayStreamEvent } from '../core/canonical.js';
 import type { CallContext, ChatDraft, ChatOutcome } from '../core/gateway/chat.js';
 import { SseWriter } from '../http/sse.js';
 import type { RequestContext } from '../http/server.js';
-import type { KeyPrincipal } from './guards.js';
+import type { KeyRecord } from '../store/keys.js';
 
 /** One SSE event; `event` is the `event:` line (absent in the chat-completions format). */
 export interface SseFrame {
@@ -28,8 +28,8 @@ export interface ChatRendering {
  * JSON body, or SSE frames written as the parts arrive (waiting for drain, so a slow client
  * slows the upstream read instead of growing memory).
  */
-export async function serveChatCall(app: App, ctx: RequestContext, principal: KeyPrincipal, draft: ChatDraft, endpoint: string, rendering: ChatRendering): Promise<void> {
-  const call = callContext(ctx, principal, endpoint);
+export async function serveChatCall(app: App, ctx: RequestContext, key: KeyRecord, draft: ChatDraft, endpoint: string, rendering: ChatRendering): Promise<void> {
+  const call = callContext(ctx, key, endpoint);
   if (!draft.stream) {
     const outcome = await app.chat.complete(draft, call);
     ctx.send(200, rendering.json(outcome), outcome.headers);
@@ -51,7 +51,7 @@ export async function serveChatCall(app: App, ctx: RequestContext, principal: Ke
  * The gateway's view of an inference request: who calls, and a signal that aborts the
  * upstream call when the client disconnects before the response is complete.
  */
-export function callContext(ctx: RequestContext, principal: KeyPrincipal, endpoint: string): CallContext {
+export function callContext(ctx: RequestContext, key: KeyRecord, endpoint: string): CallContext {
   const controller = new AbortController();
   ctx.res.once('close', () => {
     if (!ctx.res.writableFinished) controller.abort();
@@ -59,9 +59,9 @@ export function callContext(ctx: RequestContext, principal: KeyPrincipal, endpoi
   return {
     requestId: ctx.requestId,
     endpoint,
-    accountId: principal.account.id,
-    apiKeyId: principal.key.id,
-    rateLimit: principal.key.rateLimit ?? 10_000,
+    accountId: key.accountId,
+    apiKeyId: key.id,
+    rateLimit: key.rateLimit ?? 10_000,
     signal: controller.signal,
     startedAt: Date.now(),
   };

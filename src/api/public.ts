@@ -1,5 +1,5 @@
 import type { App } from '../app.js';
-import { GatewayError } from '../core/errors.js';
+import { errors, GatewayError } from '../core/errors.js';
 import { checkReadiness } from '../core/health.js';
 import { microsToInr } from '../core/money.js';
 import type { Route } from '../http/server.js';
@@ -42,8 +42,10 @@ export function registerPublicRoutes(router: Router<Route>, app: App): void {
 
   router.add('GET', '/v1/credits', {
     handle: (ctx) => {
-      // The principal's account is read fresh from the store, so settled charges show at once.
-      const { account } = requireApiKey(app, ctx);
+      // Read fresh from the store, so settled charges show at once.
+      const key = requireApiKey(app, ctx);
+      const account = app.accounts.get(key.accountId);
+      if (!account) throw errors.invalidApiKey();
       ctx.send(200, { balance: microsToInr(account.balanceMicros), currency: 'INR' });
     },
   });

@@ -123,20 +123,27 @@ export class LedgerRepo {
    */
   charge(input: ChargeInput): { entry: LedgerEntry; replayed: boolean } {
     if (!Number.isSafeInteger(input.amountMicros) || input.amountMicros < 0) throw new RangeError('charge amount must be a non-negative integer of µINR');
-    return this.db.transaction(() => {
-      const existing = this.byChargeRequestStmt.get(input.requestId) as LedgerRow | undefined;
+    // The unique index on charges' request ids makes a second charge fail; that rolls the
+    // savepoint (balance included) back, and the first entry is returned. No read first: the
+    // hot path does one statement less.
+    try {
+      return this.db.transaction(() => {
+        const entry = this.append('charge', input.accountId, -input.amountMicros, {
+          reference: null,
+          note: null,
+          created_by: null,
+          request_id: input.requestId,
+          api_key_id: input.apiKeyId ?? null,
+          now: input.now,
+        });
+        if (input.apiKeyId && input.amountMicros > 0) this.spendStmt.run(input.amountMicros, input.apiKeyId);
+        return { entry, replayed: false };
+      }).immediate();
+    } catch (error) {
+      const existing = (error as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE' ? (this.byChargeRequestStmt.get(input.requestId) as LedgerRow | undefined) : undefined;
       if (existing) return { entry: toEntry(existing), replayed: true };
-      const entry = this.append('charge', input.accountId, -input.amountMicros, {
-        reference: null,
-        note: null,
-        created_by: null,
-        request_id: input.requestId,
-        api_key_id: input.apiKeyId ?? null,
-        now: input.now,
-      });
-      if (input.apiKeyId && input.amountMicros > 0) this.spendStmt.run(input.amountMicros, input.apiKeyId);
-      return { entry, replayed: false };
-    }).immediate();
+      throw error;
+    }
   }
 
   byReference(accountId: string, kind: LedgerKind, reference: string): LedgerEntry | undefined {

@@ -1,4 +1,5 @@
 import { AccountsRepo } from './accounts.js';
+import { Checkpointer } from './checkpointer.js';
 import { openDatabase, type Db, type OpenOptions } from './db.js';
 import { KeysRepo } from './keys.js';
 import { LedgerRepo } from './ledger.js';
@@ -11,6 +12,8 @@ export class Store {
   readonly managementKeys: KeysRepo;
   readonly ledger: LedgerRepo;
   readonly usage: UsageRepo;
+  /** Present for a database file opened with Store.open. */
+  checkpointer: Checkpointer | undefined;
 
   constructor(readonly db: Db) {
     this.accounts = new AccountsRepo(db);
@@ -20,8 +23,10 @@ export class Store {
     this.usage = new UsageRepo(db);
   }
 
-  static open(path: string, options: OpenOptions = {}): Store {
-    return new Store(openDatabase(path, options));
+  static open(path: string, options: OpenOptions & { onCheckpointError?: (message: string) => void } = {}): Store {
+    const store = new Store(openDatabase(path, options));
+    store.checkpointer = new Checkpointer(store.db, path, options.busyTimeoutMs ?? 5000, options.onCheckpointError ?? (() => {}));
+    return store;
   }
 
   /**
@@ -38,7 +43,8 @@ export class Store {
     this.db.prepare('SELECT 1').get();
   }
 
-  close(): void {
+  async close(): Promise<void> {
+    await this.checkpointer?.stop();
     if (this.db.open) this.db.close();
   }
 }

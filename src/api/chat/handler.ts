@@ -10,11 +10,11 @@ import { ChatChunkEncoder, encodeChatCompletion } from './encode.js';
 export function registerChatRoutes(router: Router<Route>, app: App): void {
   router.add('POST', '/v1/chat/completions', {
     handle: async (ctx) => {
-      const principal = requireApiKey(app, ctx);
+      const key = requireApiKey(app, ctx);
       const { draft, includeUsage } = decodeChatCompletion(await ctx.json());
       const id = `chatcmpl-${ctx.requestId.replace(/^req_/, '')}`;
       const created = Math.floor(Date.now() / 1000);
-      await serveChatCall(app, ctx, principal, draft, 'chat.completions', {
+      await serveChatCall(app, ctx, key, draft, 'chat.completions', {
         json: (outcome) => encodeChatCompletion(outcome.result, outcome.usage, { id, created, model: outcome.model.id }),
         stream: (model) => new ChatChunkEncoder({ id, created, model }, includeUsage),
       });

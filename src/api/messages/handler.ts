@@ -15,10 +15,10 @@ export function registerMessagesRoutes(router: Router<Route>, app: App): void {
   router.add('POST', '/v1/messages', {
     renderError: encodeMessagesError,
     handle: async (ctx) => {
-      const principal = requireApiKey(app, ctx);
+      const key = requireApiKey(app, ctx);
       const draft = decodeMessagesRequest(await ctx.json());
       const id = `msg_${ctx.requestId.replace(/^req_/, '')}`;
-      await serveChatCall(app, ctx, principal, draft, 'messages', {
+      await serveChatCall(app, ctx, key, draft, 'messages', {
         json: (outcome) => encodeMessage(outcome.result, outcome.usage, { id, model: outcome.model.id }),
         stream: (model) => new MessagesStreamEncoder({ id, model }),
       });

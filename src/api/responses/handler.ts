@@ -10,11 +10,11 @@ import { encodeResponse, ResponsesStreamEncoder } from './encode.js';
 export function registerResponsesRoutes(router: Router<Route>, app: App): void {
   router.add('POST', '/v1/responses', {
     handle: async (ctx) => {
-      const principal = requireApiKey(app, ctx);
+      const key = requireApiKey(app, ctx);
       const { draft, echo } = decodeResponsesRequest(await ctx.json());
       const id = `resp_${ctx.requestId.replace(/^req_/, '')}`;
       const createdAt = Math.floor(Date.now() / 1000);
-      await serveChatCall(app, ctx, principal, draft, 'responses', {
+      await serveChatCall(app, ctx, key, draft, 'responses', {
         json: (outcome) => encodeResponse(outcome.result, outcome.usage, { id, createdAt, model: outcome.model.id, echo }),
         stream: (model) => new ResponsesStreamEncoder({ id, createdAt, model, echo }),
       });

@@ -54,7 +54,7 @@ export function registerInitCommand(program: Command, io: Io): void {
         if (isGatewayError(error)) throw new CliError(error.message, error.status);
         throw error;
       } finally {
-        store.close();
+        await store.close();
       }
     });
 }

@@ -4,6 +4,7 @@ import type { HoldRef, HoldStore } from '../limits/holds.js';
 import type { RateDecision, RateLimiter } from '../limits/rate-limit.js';
 import { formatInrDisplay } from '../money.js';
 import { affordableOutputTokens, worstCaseMicros } from '../pricing.js';
+import type { KeyRecord } from '../../store/keys.js';
 import type { Store } from '../../store/store.js';
 
 export interface AdmissionInput {
@@ -62,27 +63,6 @@ export class Admitter {
     const rate = await this.limiter.check(input.apiKeyId, input.rateLimit, input.requestId);
     if (!rate.allowed) throw rateLimited(rate);
 
-    const key = this.store.apiKeys.byId(input.apiKeyId);
-    if (key && key.budgetMicros !== null && key.spentMicros >= key.budgetMicros) {
-      throw new GatewayError({
-        status: 402,
-        type: 'budget_exceeded',
-        code: 'budget_exceeded',
-        message: `this API key has used its budget of ${formatInrDisplay(key.budgetMicros)}: raise the key's budget or use another key`,
-      });
-    }
-
-    // An empty wallet pays for nothing, not even a free model's call.
-    const balance = this.store.accounts.byId(input.accountId)?.balanceMicros ?? 0;
-    if (balance <= 0) {
-      throw new GatewayError({
-        status: 402,
-        type: 'insufficient_credits',
-        code: 'insufficient_credits',
-        message: `insufficient credits: the wallet balance is ${formatInrDisplay(balance)}; top up the wallet`,
-      });
-    }
-
     const modelMax = input.model.maxOutputTokens;
     if (input.requestedMaxTokens !== undefined && modelMax !== undefined && input.requestedMaxTokens > modelMax) {
       throw new GatewayError({
@@ -101,11 +81,18 @@ export class Admitter {
     for (let attempt = 0; attempt < 2; attempt++) {
       hold.amountMicros = worstCaseMicros(input.model.pricing, input.promptTokens, maxTokens);
       const totals = await this.holds.acquire(hold);
+      // Read after the hold is taken (see holds.ts): one read of each, fresh from the store.
       const account = this.store.accounts.byId(input.accountId);
-      const fresh = this.store.apiKeys.byId(input.apiKeyId);
+      const key = this.store.apiKeys.byId(input.apiKeyId);
+      const balance = account?.balanceMicros ?? 0;
+      const refusal = emptyOrExhausted(balance, key);
+      if (refusal) {
+        await this.holds.release(hold);
+        throw refusal;
+      }
       const others = { account: totals.accountHeldMicros - hold.amountMicros, key: totals.keyHeldMicros - hold.amountMicros };
-      const walletFree = (account?.balanceMicros ?? 0) - others.account;
-      const keyFree = fresh?.budgetMicros === null || fresh === undefined ? Number.POSITIVE_INFINITY : fresh.budgetMicros - fresh.spentMicros - others.key;
+      const walletFree = balance - others.account;
+      const keyFree = key?.budgetMicros === null || key === undefined ? Number.POSITIVE_INFINITY : key.budgetMicros - key.spentMicros - others.key;
       const free = Math.min(walletFree, keyFree);
       if (hold.amountMicros <= free) return { hold, maxTokens, rate };
       await this.holds.release(hold);
@@ -131,6 +118,27 @@ export class Admitter {
     }
     throw new Error('unreachable');
   }
+}
+
+/** An empty wallet pays for nothing, not even a free model's call; a key past its budget neither. */
+function emptyOrExhausted(balance: number, key: KeyRecord | undefined): GatewayError | undefined {
+  if (key && key.budgetMicros !== null && key.spentMicros >= key.budgetMicros) {
+    return new GatewayError({
+      status: 402,
+      type: 'budget_exceeded',
+      code: 'budget_exceeded',
+      message: `this API key has used its budget of ${formatInrDisplay(key.budgetMicros)}: raise the key's budget or use another key`,
+    });
+  }
+  if (balance <= 0) {
+    return new GatewayError({
+      status: 402,
+      type: 'insufficient_credits',
+      code: 'insufficient_credits',
+      message: `insufficient credits: the wallet balance is ${formatInrDisplay(balance)}; top up the wallet`,
+    });
+  }
+  return undefined;
 }
 
 function coverage(affordable: number, input: AdmissionInput): string {

@@ -5,7 +5,7 @@ import type { HoldRef, HoldStore } from '../limits/holds.js';
 import type { UsageService } from '../management/usage.js';
 import { costMicros } from '../pricing.js';
 import type { Store } from '../../store/store.js';
-import type { UsageRecord } from '../../store/usage.js';
+import type { NewUsage, UsageRecord } from '../../store/usage.js';
 
 export interface SettleInput {
   requestId: string;
@@ -23,13 +23,28 @@ export interface SettleInput {
   hold: HoldRef;
 }
 
+interface Pending {
+  costMicros: number;
+  row: NewUsage;
+  resolve: (record: UsageRecord) => void;
+  reject: (error: unknown) => void;
+}
+
 /**
  * Ends a call: the actual cost is charged and the usage row written in one SQLite
  * transaction, then the hold is released and the row published to live listeners. A charge
  * never exceeds the call's hold, so a wallet or key budget is never overspent even if a
  * provider reports more tokens than the bound the hold was computed from.
+ *
+ * Group commit: the calls that end in the same turn of the event loop are written in one
+ * transaction (each in its own savepoint, so one failing row fails only its call). The commit
+ * is most of a settlement's cost, and concurrent calls share it. Each caller still waits for
+ * its own row to be committed before it answers.
  */
 export class Settlement {
+  private queue: Pending[] = [];
+  private scheduled = false;
+
   constructor(
     private readonly store: Store,
     private readonly holds: HoldStore,
@@ -46,31 +61,71 @@ export class Settlement {
         cost = input.hold.amountMicros;
       }
       const now = Date.now();
-      const record = this.store.transaction(() => {
-        if (cost > 0) this.store.ledger.charge({ accountId: input.accountId, amountMicros: cost, requestId: input.requestId, apiKeyId: input.apiKeyId, now });
-        return this.store.usage.insert({
-          requestId: input.requestId,
-          accountId: input.accountId,
-          apiKeyId: input.apiKeyId,
-          model: input.model.id,
-          provider: input.model.provider,
-          endpoint: input.endpoint,
-          stream: input.stream,
-          inputTokens: usage?.inputTokens ?? 0,
-          outputTokens: usage?.outputTokens ?? 0,
-          cacheReadTokens: usage?.cacheReadTokens ?? 0,
-          cacheWriteTokens: usage?.cacheWriteTokens ?? 0,
-          costMicros: cost,
-          status: input.status,
-          errorType: input.errorType ?? null,
-          latencyMs: Math.max(0, now - input.startedAt),
-          createdAt: now,
-        });
+      const record = await this.commit(cost, {
+        requestId: input.requestId,
+        accountId: input.accountId,
+        apiKeyId: input.apiKeyId,
+        model: input.model.id,
+        provider: input.model.provider,
+        endpoint: input.endpoint,
+        stream: input.stream,
+        inputTokens: usage?.inputTokens ?? 0,
+        outputTokens: usage?.outputTokens ?? 0,
+        cacheReadTokens: usage?.cacheReadTokens ?? 0,
+        cacheWriteTokens: usage?.cacheWriteTokens ?? 0,
+        costMicros: cost,
+        status: input.status,
+        errorType: input.errorType ?? null,
+        latencyMs: Math.max(0, now - input.startedAt),
+        createdAt: now,
       });
       this.usage.publish(record);
       return record;
     } finally {
       await this.holds.release(input.hold).catch((error: unknown) => this.logger.error({ err: error, req_id: input.requestId }, 'could not release a hold'));
     }
+  }
+
+  private commit(costMicros: number, row: NewUsage): Promise<UsageRecord> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ costMicros, row, resolve, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    const batch = this.queue;
+    this.queue = [];
+    const outcomes: ({ ok: true; record: UsageRecord } | { ok: false; error: unknown })[] = [];
+    try {
+      this.store.transaction(() => {
+        for (const pending of batch) {
+          try {
+            outcomes.push({ ok: true, record: this.store.transaction(() => this.write(pending)) });
+          } catch (error) {
+            outcomes.push({ ok: false, error });
+          }
+        }
+      });
+    } catch (error) {
+      // The commit itself failed (disk full, I/O error): nothing of the batch was written.
+      for (const pending of batch) pending.reject(error);
+      return;
+    }
+    this.store.checkpointer?.wrote();
+    batch.forEach((pending, index) => {
+      const outcome = outcomes[index];
+      if (outcome?.ok) pending.resolve(outcome.record);
+      else pending.reject(outcome?.error);
+    });
+  }
+
+  private write({ costMicros, row }: Pending): UsageRecord {
+    if (costMicros > 0) this.store.ledger.charge({ accountId: row.accountId, amountMicros: costMicros, requestId: row.requestId, apiKeyId: row.apiKeyId, now: row.createdAt });
+    return this.store.usage.insert(row);
   }
 }

@@ -43,11 +43,12 @@ export class UpstreamClient {
   private agent(provider: ProviderConfig): Agent {
     let agent = this.agents.get(provider.name);
     if (!agent) {
+      // No cap on connections: each open stream holds one, and a cap would leave streams
+      // waiting for a socket without a byte (1,000 concurrent streams are a target).
       agent = new Agent({
         connect: { timeout: provider.timeouts.connectMs },
         keepAliveTimeout: 30_000,
         keepAliveMaxTimeout: 600_000,
-        connections: 256,
       });
       this.agents.set(provider.name, agent);
     }

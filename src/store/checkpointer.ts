@@ -1,0 +1,74 @@
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
+import type { Db } from './db.js';
+
+/**
+ * WAL checkpoints off the event loop. SQLite's automatic checkpoint runs inside whichever
+ * commit crosses the threshold and fsyncs there (2-15 ms here), stalling every request behind
+ * it. Once the hot path writes (the first settlement), a worker thread with its own
+ * connection takes over: it runs a PASSIVE checkpoint (which never blocks writers) every
+ * INTERVAL_MS, and the daemon's connection stops checkpointing. Until then SQLite's own
+ * automatic checkpoint stays on, so an idle daemon pays for no thread.
+ */
+
+const INTERVAL_MS = 1000;
+
+// Plain JavaScript so it runs the same from the compiled build and under tsx.
+const WORKER = `
+const { parentPort, workerData } = require('node:worker_threads');
+const Database = require(workerData.module);
+const db = new Database(workerData.path);
+db.pragma('busy_timeout = ' + workerData.busyTimeoutMs);
+const timer = setInterval(() => {
+  try { db.pragma('wal_checkpoint(PASSIVE)'); } catch (error) { parentPort.postMessage(String(error && error.message)); }
+}, workerData.intervalMs);
+parentPort.on('message', (message) => {
+  if (message !== 'stop') return;
+  clearInterval(timer);
+  try { db.pragma('wal_checkpoint(PASSIVE)'); } catch {}
+  db.close();
+  parentPort.postMessage('stopped');
+});
+`;
+
+export class Checkpointer {
+  private worker: Worker | undefined;
+
+  constructor(
+    private readonly db: Db,
+    private readonly path: string,
+    private readonly busyTimeoutMs: number,
+    private readonly onError: (message: string) => void,
+  ) {}
+
+  /** Called after each hot-path write; the first call starts the worker. */
+  wrote(): void {
+    if (this.worker || this.path === ':memory:') return;
+    const worker = new Worker(WORKER, {
+      eval: true,
+      workerData: { path: this.path, busyTimeoutMs: this.busyTimeoutMs, intervalMs: INTERVAL_MS, module: createRequire(import.meta.url).resolve('better-sqlite3') },
+    });
+    this.db.pragma('wal_autocheckpoint = 0');
+    worker.on('message', (message: string) => {
+      if (message !== 'stopped') this.onError(message);
+    });
+    worker.on('error', (error) => this.onError(error.message));
+    worker.unref();
+    this.worker = worker;
+  }
+
+  async stop(): Promise<void> {
+    const worker = this.worker;
+    if (!worker) return;
+    this.worker = undefined;
+    this.db.pragma('wal_autocheckpoint = 1000');
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => void worker.terminate().then(() => resolve()), 2000);
+      worker.once('message', () => {
+        clearTimeout(timer);
+        void worker.terminate().then(() => resolve());
+      });
+      worker.postMessage('stop');
+    });
+  }
+}
