@@ -1,0 +1,292 @@
+import { Pool } from 'undici';
+import { cpuMicros } from './procs.js';
+
+/**
+ * Load generation: one call (with its checks), a closed loop (fixed concurrency, back to back:
+ * the maximum rate) and an open loop (requests scheduled on a clock at a fixed rate; latency
+ * counted from the scheduled send time, so queueing anywhere shows up in it).
+ */
+
+export type WorkloadId = 'chat' | 'stream' | 'messages';
+
+export const WORKLOADS: Record<WorkloadId, { label: string; stream: boolean }> = {
+  chat: { label: 'chat completions, JSON', stream: false },
+  stream: { label: 'chat completions, stream', stream: true },
+  messages: { label: 'messages stream (translated)', stream: true },
+};
+
+export type TargetKind = 'direct' | 'floor' | 'gateway';
+type Format = 'chat-json' | 'chat-sse' | 'messages-sse';
+
+/** One request shape: path, serialized body and how to check the answer. */
+export interface Spec {
+  path: string;
+  body: string;
+  format: Format;
+  anthropic: boolean;
+}
+
+export interface Counts {
+  /** 200 with a well-formed body or stream. */
+  ok: number;
+  failed: number;
+  /** Aborted by the harness after content arrived (the gateway bills these as 499). */
+  abortedReceiving: number;
+  /** Aborted by the harness before any content arrived. */
+  abortedEarly: number;
+  /** The first error messages, by message. */
+  errors: Record<string, number>;
+}
+
+export interface Target {
+  id: string;
+  kind: TargetKind;
+  origin: string;
+  /** The process that serves it (the simulator for direct). */
+  pid: number;
+  pool: Pool;
+  counts: Counts;
+  /** Request headers, one set per key, used round robin. */
+  headerSets: Array<Record<string, string>>;
+  anthropicHeaderSets: Array<Record<string, string>>;
+  next: number;
+}
+
+export function makeTarget(id: string, kind: TargetKind, origin: string, pid: number, keys: string[], connections = 64): Target {
+  const base = (key: string): Record<string, string> => ({ 'content-type': 'application/json', authorization: `Bearer ${key}` });
+  return {
+    id,
+    kind,
+    origin,
+    pid,
+    pool: new Pool(origin, { connections, keepAliveTimeout: 60_000, keepAliveMaxTimeout: 600_000, headersTimeout: 30_000, bodyTimeout: 30_000 }),
+    counts: { ok: 0, failed: 0, abortedReceiving: 0, abortedEarly: 0, errors: {} },
+    headerSets: keys.map(base),
+    anthropicHeaderSets: keys.map((key) => ({ ...base(key), 'anthropic-version': '2023-06-01' })),
+    next: 0,
+  };
+}
+
+export const PROMPT = 'Say hello to the benchmark.';
+
+/** The request a target gets for a workload; `directive` appends a `SIM: {...}` scenario. */
+export function specFor(target: Target, workload: WorkloadId, directive?: object): Spec {
+  const content = directive ? `${PROMPT}\nSIM: ${JSON.stringify(directive)}` : PROMPT;
+  const messages = [{ role: 'user', content }];
+  const model = target.kind === 'direct' ? 'gpt-4o-mini' : 'openai/gpt-4o-mini';
+  if (workload === 'messages' && target.kind === 'gateway') {
+    return { path: '/v1/messages', body: JSON.stringify({ model, max_tokens: 1024, stream: true, messages }), format: 'messages-sse', anthropic: true };
+  }
+  const stream = WORKLOADS[workload].stream;
+  return {
+    path: '/v1/chat/completions',
+    body: JSON.stringify(stream ? { model, messages, stream: true } : { model, messages }),
+    format: stream ? 'chat-sse' : 'chat-json',
+    anthropic: false,
+  };
+}
+
+export interface Outcome {
+  ok: boolean;
+  /** performance.now() at the first content chunk (JSON: at the end). */
+  first: number;
+  end: number;
+  /** Content chunks (text deltas) received. */
+  chunks: number;
+  error?: string;
+}
+
+export interface CallOptions {
+  signal?: AbortSignal;
+  /** Called at the first content chunk. */
+  onFirst?: () => void;
+  /** Called per network read of a stream with the number of content chunks it held. */
+  onRead?: (contentChunks: number) => void;
+}
+
+function countError(target: Target, message: string): void {
+  const key = message.slice(0, 160);
+  if (Object.keys(target.counts.errors).length < 20 || key in target.counts.errors) target.counts.errors[key] = (target.counts.errors[key] ?? 0) + 1;
+}
+
+/** One call with its checks; every outcome is counted on the target. */
+export async function call(target: Target, spec: Spec, options: CallOptions = {}): Promise<Outcome> {
+  const sets = spec.anthropic ? target.anthropicHeaderSets : target.headerSets;
+  const headers = sets[target.next++ % sets.length];
+  let chunks = 0;
+  let first = NaN;
+  const failed = (error: string): Outcome => {
+    target.counts.failed += 1;
+    countError(target, error);
+    return { ok: false, first, end: performance.now(), chunks, error };
+  };
+  try {
+    const res = await target.pool.request({ method: 'POST', path: spec.path, headers, body: spec.body, signal: options.signal ?? null });
+    if (res.statusCode !== 200) return failed(`HTTP ${res.statusCode}: ${(await res.body.text()).slice(0, 120)}`);
+    if (spec.format === 'chat-json') {
+      const json = JSON.parse(await res.body.text());
+      const end = performance.now();
+      const content = json?.choices?.[0]?.message?.content;
+      if (typeof content !== 'string' || content === '') return failed('malformed JSON answer (no choices[0].message.content)');
+      target.counts.ok += 1;
+      return { ok: true, first: end, end, chunks: 1 };
+    }
+    const decoder = new TextDecoder();
+    let buffer = '';
+    let done = false;
+    let error: string | undefined;
+    const onEvent = (data: string): void => {
+      if (spec.format === 'chat-sse') {
+        if (data === '[DONE]') {
+          done = true;
+          return;
+        }
+        const json = JSON.parse(data);
+        if (json.error) error = `stream error: ${JSON.stringify(json.error).slice(0, 120)}`;
+        const content = json.choices?.[0]?.delta?.content;
+        if (typeof content === 'string' && content !== '') chunks += 1;
+      } else {
+        const json = JSON.parse(data);
+        if (json.type === 'content_block_delta' && json.delta?.type === 'text_delta') chunks += 1;
+        else if (json.type === 'message_stop') done = true;
+        else if (json.type === 'error') error = `stream error: ${JSON.stringify(json.error).slice(0, 120)}`;
+      }
+    };
+    for await (const piece of res.body as AsyncIterable<Buffer>) {
+      const before = chunks;
+      buffer += decoder.decode(piece, { stream: true });
+      let at: number;
+      while ((at = buffer.indexOf('\n\n')) !== -1) {
+        const block = buffer.slice(0, at);
+        buffer = buffer.slice(at + 2);
+        for (const line of block.split('\n')) if (line.startsWith('data:')) onEvent(line.slice(line[5] === ' ' ? 6 : 5));
+      }
+      if (chunks > before) {
+        if (before === 0) {
+          first = performance.now();
+          options.onFirst?.();
+        }
+        options.onRead?.(chunks - before);
+      }
+    }
+    const end = performance.now();
+    if (error) return failed(error);
+    if (!done) return failed('stream ended without its terminator');
+    if (chunks === 0 || buffer.trim() !== '') return failed('malformed stream (no content, or a partial event)');
+    target.counts.ok += 1;
+    return { ok: true, first, end, chunks };
+  } catch (error) {
+    if (options.signal?.aborted) {
+      if (chunks > 0) target.counts.abortedReceiving += 1;
+      else target.counts.abortedEarly += 1;
+      return { ok: false, first, end: performance.now(), chunks, error: 'aborted' };
+    }
+    return failed(`${(error as Error).name}: ${(error as Error).message}`);
+  }
+}
+
+export interface ClosedResult {
+  rps: number;
+  completed: number;
+  errors: number;
+  /** CPU µs per request of the target process over the measured window (at saturation). */
+  cpuUsPerReq: number;
+}
+
+/** `concurrency` workers back to back; counts completions after `warmMs`, for `durMs`. */
+export async function closedLoop(target: Target, spec: Spec, concurrency: number, warmMs: number, durMs: number): Promise<ClosedResult> {
+  const start = performance.now();
+  const from = start + warmMs;
+  const until = from + durMs;
+  let counted = 0;
+  let errors = 0;
+  let cpuFrom = NaN;
+  let cpuUntil = NaN;
+  const t1 = setTimeout(() => (cpuFrom = cpuMicros(target.pid)), warmMs);
+  const t2 = setTimeout(() => (cpuUntil = cpuMicros(target.pid)), warmMs + durMs);
+  const worker = async (): Promise<void> => {
+    while (performance.now() < until) {
+      const outcome = await call(target, spec);
+      const now = performance.now();
+      if (!outcome.ok) errors += 1;
+      else if (now >= from && now <= until) counted += 1;
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  clearTimeout(t1);
+  clearTimeout(t2);
+  if (Number.isNaN(cpuUntil)) cpuUntil = cpuMicros(target.pid);
+  return { rps: counted / (durMs / 1000), completed: counted, errors, cpuUsPerReq: (cpuUntil - cpuFrom) / Math.max(1, counted) };
+}
+
+export interface OpenResult {
+  rate: number;
+  sent: number;
+  errors: number;
+  /** Milliseconds from the scheduled send time. */
+  latency: number[];
+  ttft: number[];
+  chunkCounts: Record<number, number>;
+  /** CPU µs per request, by pid (target, simulator), over the phase. */
+  cpuUsPerReq: Record<number, number>;
+  /** How late the harness sent, p99 (ms): its own lag, included in every target's latency alike. */
+  sendLagP99: number;
+}
+
+/** `rate` requests per second on a clock for `durMs`; waits for all of them to finish. */
+export async function openLoop(target: Target, spec: Spec, rate: number, durMs: number, cpuPids: number[]): Promise<OpenResult> {
+  const n = Math.max(1, Math.round((rate * durMs) / 1000));
+  const interval = 1000 / rate;
+  const latency: number[] = [];
+  const ttft: number[] = [];
+  const lags: number[] = [];
+  const chunkCounts: Record<number, number> = {};
+  let errors = 0;
+  const inflight: Array<Promise<void>> = [];
+  const cpu0 = cpuPids.map(cpuMicros);
+  const t0 = performance.now() + 2;
+  let next = 0;
+  await new Promise<void>((resolve) => {
+    const tick = (): void => {
+      const now = performance.now();
+      while (next < n && t0 + next * interval <= now) {
+        const scheduled = t0 + next * interval;
+        next += 1;
+        lags.push(now - scheduled);
+        inflight.push(
+          call(target, spec).then((outcome) => {
+            if (!outcome.ok) {
+              errors += 1;
+              return;
+            }
+            latency.push(outcome.end - scheduled);
+            if (spec.format !== 'chat-json') ttft.push(outcome.first - scheduled);
+            chunkCounts[outcome.chunks] = (chunkCounts[outcome.chunks] ?? 0) + 1;
+          }),
+        );
+      }
+      if (next >= n) resolve();
+      else setTimeout(tick, Math.max(0, t0 + next * interval - performance.now()));
+    };
+    setTimeout(tick, 2);
+  });
+  await Promise.all(inflight);
+  const cpuUsPerReq: Record<number, number> = {};
+  cpuPids.forEach((pid, i) => (cpuUsPerReq[pid] = (cpuMicros(pid) - (cpu0[i] as number)) / n));
+  const sorted = (values: number[]): number[] => values.sort((a, b) => a - b);
+  return { rate, sent: n, errors, latency: sorted(latency), ttft: sorted(ttft), chunkCounts, cpuUsPerReq, sendLagP99: percentile(sorted(lags), 0.99) };
+}
+
+/** Nearest-rank percentile of an ascending array (NaN when empty). */
+export function percentile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return NaN;
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
+  return sorted[rank] as number;
+}
+
+export function median(values: number[]): number {
+  const finite = values.filter((v) => Number.isFinite(v)).sort((a, b) => a - b);
+  if (finite.length === 0) return NaN;
+  const mid = finite.length >> 1;
+  return finite.length % 2 ? (finite[mid] as number) : ((finite[mid - 1] as number) + (finite[mid] as number)) / 2;
+}

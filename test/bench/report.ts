@@ -1,0 +1,317 @@
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, release, totalmem } from 'node:os';
+import { join, relative } from 'node:path';
+import type { ClosedResult, OpenResult } from './load.js';
+import { median, percentile } from './load.js';
+import type { Memory } from './procs.js';
+import type { SlowStreamsResult } from './streams.js';
+
+/** Result types, summaries, the targets of issue 5, the printed table and the JSON file. */
+
+export interface OpenSummary {
+  rate: number;
+  sent: number;
+  errors: number;
+  p50: number;
+  p99: number;
+  p999: number;
+  ttft50: number;
+  ttft99: number;
+  cpuUsPerReq: number;
+  simCpuUsPerReq: number;
+  /** The local redis-server's CPU per request (Redis-configured gateways only). */
+  redisCpuUsPerReq?: number;
+  harnessCpuUsPerReq: number;
+  sendLagP99: number;
+  chunkCounts: Record<number, number>;
+}
+
+export function summarizeOpen(result: OpenResult, targetPid: number, simPid: number, harnessCpuUs: number, redisPid?: number): OpenSummary {
+  return {
+    ...(redisPid ? { redisCpuUsPerReq: result.cpuUsPerReq[redisPid] ?? NaN } : {}),
+    rate: result.rate,
+    sent: result.sent,
+    errors: result.errors,
+    p50: percentile(result.latency, 0.5),
+    p99: percentile(result.latency, 0.99),
+    p999: percentile(result.latency, 0.999),
+    ttft50: percentile(result.ttft, 0.5),
+    ttft99: percentile(result.ttft, 0.99),
+    cpuUsPerReq: result.cpuUsPerReq[targetPid] ?? NaN,
+    simCpuUsPerReq: result.cpuUsPerReq[simPid] ?? NaN,
+    harnessCpuUsPerReq: harnessCpuUs / result.sent,
+    sendLagP99: result.sendLagP99,
+    chunkCounts: result.chunkCounts,
+  };
+}
+
+export type Added = { p50: number; p99: number; p999: number; ttft50: number; ttft99: number };
+
+export interface TargetWorkload {
+  closed: ClosedResult[];
+  open: OpenSummary[];
+  /** Medians over the rounds. */
+  maxRps: number;
+  cpuAtMaxUsPerReq: number;
+  cpuUsPerReq: number;
+  simCpuUsPerReq: number;
+  redisCpuUsPerReq?: number;
+  p50: number;
+  p99: number;
+  p999: number;
+  ttft50: number;
+  ttft99: number;
+  /** Over direct, round by round (paired), then the median. */
+  added?: Added;
+  /** Content chunks per response → responses. */
+  chunkCounts: Record<string, number>;
+  errors: number;
+}
+
+export function summarizeTarget(closed: ClosedResult[], open: OpenSummary[], direct: OpenSummary[] | undefined): TargetWorkload {
+  const m = (pick: (o: OpenSummary) => number): number => median(open.map(pick));
+  const chunkCounts: Record<string, number> = {};
+  for (const round of open) for (const [k, v] of Object.entries(round.chunkCounts)) chunkCounts[k] = (chunkCounts[k] ?? 0) + v;
+  const result: TargetWorkload = {
+    closed,
+    open,
+    maxRps: median(closed.map((c) => c.rps)),
+    cpuAtMaxUsPerReq: median(closed.map((c) => c.cpuUsPerReq)),
+    cpuUsPerReq: m((o) => o.cpuUsPerReq),
+    simCpuUsPerReq: m((o) => o.simCpuUsPerReq),
+    ...(open.some((o) => o.redisCpuUsPerReq !== undefined) ? { redisCpuUsPerReq: m((o) => o.redisCpuUsPerReq ?? NaN) } : {}),
+    p50: m((o) => o.p50),
+    p99: m((o) => o.p99),
+    p999: m((o) => o.p999),
+    ttft50: m((o) => o.ttft50),
+    ttft99: m((o) => o.ttft99),
+    chunkCounts,
+    errors: closed.reduce((s, c) => s + c.errors, 0) + open.reduce((s, o) => s + o.errors, 0),
+  };
+  if (direct) {
+    const diff = (pick: (o: OpenSummary) => number): number => median(open.map((o, i) => pick(o) - pick(direct[i] as OpenSummary)));
+    result.added = { p50: diff((o) => o.p50), p99: diff((o) => o.p99), p999: diff((o) => o.p999), ttft50: diff((o) => o.ttft50), ttft99: diff((o) => o.ttft99) };
+  }
+  return result;
+}
+
+export interface WorkloadResult {
+  id: string;
+  label: string;
+  stream: boolean;
+  concurrency: number;
+  /** The open-loop rate, the same for every target. */
+  rate: number;
+  targets: Record<string, TargetWorkload>;
+}
+
+export interface LedgerCheck {
+  target: string;
+  okCalls: number;
+  abortedReceiving: number;
+  abortedEarly: number;
+  failed: number;
+  charges: number;
+  expectedCharges: number;
+  usageByStatus: Record<string, number>;
+  chargesWithoutUsage: number;
+  pass: boolean;
+}
+
+export interface TargetCheck {
+  name: string;
+  value: string;
+  limit: string;
+  pass: boolean;
+}
+
+export interface BenchResult {
+  date: string;
+  durationSec: number;
+  mode: { quick: boolean; redis: boolean; profile: boolean; only?: string };
+  machine: Record<string, string | number>;
+  gatewayEntry: string;
+  plan: Record<string, number>;
+  workloads: WorkloadResult[];
+  memory: { idle: Record<string, Memory>; peak: Record<string, Memory> };
+  slowStreams: SlowStreamsResult[];
+  ledger: LedgerCheck[];
+  failures: Record<string, { failed: number; errors: Record<string, number> }>;
+  checks: TargetCheck[];
+  caveats: string[];
+  profile?: ProfileEntry[];
+}
+
+export function machineInfo(): Record<string, string | number> {
+  let model = cpus()[0]?.model ?? 'unknown';
+  try {
+    model = /^model name\s*:\s*(.*)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? model;
+  } catch {
+    // not Linux
+  }
+  return { cpu: model, cores: cpus().length, ramGb: Math.round((totalmem() / 2 ** 30) * 10) / 10, node: process.version, kernel: release() };
+}
+
+const ms = (v: number | undefined): string => (v === undefined || !Number.isFinite(v) ? '-' : v.toFixed(2));
+const int = (v: number | undefined): string => (v === undefined || !Number.isFinite(v) ? '-' : Math.round(v).toString());
+
+/** The issue's targets, computed from this run. */
+export function evaluate(result: Pick<BenchResult, 'workloads' | 'memory' | 'slowStreams' | 'ledger' | 'failures'>, gateways: string[]): TargetCheck[] {
+  const checks: TargetCheck[] = [];
+  const byId = (id: string): WorkloadResult | undefined => result.workloads.find((w) => w.id === id);
+  const chat = byId('chat');
+  for (const gw of gateways) {
+    const redis = gw.includes('redis');
+    if (chat?.targets[gw] && chat.targets.floor) {
+      const g = chat.targets[gw] as TargetWorkload;
+      const f = chat.targets.floor;
+      const ratio = g.cpuUsPerReq / f.cpuUsPerReq;
+      const limit = redis ? 2 : 1.5;
+      checks.push({ name: `${gw}: CPU/req ÷ floor (chat JSON)`, value: `${ratio.toFixed(2)}x (${int(g.cpuUsPerReq)} vs ${int(f.cpuUsPerReq)} µs)`, limit: `≤ ${limit}x`, pass: ratio <= limit });
+      const a = g.added as Added;
+      const fa = f.added as Added;
+      checks.push({ name: `${gw}: added p50 (chat JSON, 50% load)`, value: `${ms(a.p50)} ms`, limit: `≤ floor ${ms(fa.p50)} + 0.30`, pass: a.p50 <= fa.p50 + 0.3 });
+      checks.push({ name: `${gw}: added p99 (chat JSON, 50% load)`, value: `${ms(a.p99)} ms`, limit: `≤ 2 × floor ${ms(fa.p99)}`, pass: a.p99 <= 2 * Math.max(0, fa.p99) });
+    }
+    for (const id of ['stream', 'messages']) {
+      const w = byId(id);
+      const g = w?.targets[gw];
+      const f = w?.targets.floor;
+      const d = w?.targets.direct;
+      if (!w || !g || !f || !d) continue;
+      const a = g.added as Added;
+      const fa = f.added as Added;
+      checks.push({ name: `${gw}: TTFT overhead p50 (${id})`, value: `${ms(a.ttft50)} ms`, limit: `≤ floor ${ms(fa.ttft50)} + 0.50`, pass: a.ttft50 <= fa.ttft50 + 0.5 });
+      const directCounts = Object.keys(d.chunkCounts);
+      const gwCounts = Object.keys(g.chunkCounts);
+      const same = directCounts.length === 1 && gwCounts.length === 1 && directCounts[0] === gwCounts[0];
+      checks.push({ name: `${gw}: chunks one for one (${id})`, value: `direct ${directCounts.join('/')}, gateway ${gwCounts.join('/')} per response`, limit: 'equal', pass: same });
+    }
+    const slow = result.slowStreams.find((s) => s.target === gw);
+    if (slow) {
+      checks.push({
+        name: `${gw}: RSS with ${slow.requested} open streams`,
+        value: `${slow.rssMb.toFixed(0)} MB, ${slow.receiving}/${slow.requested} receiving`,
+        limit: `< 250 MB, all receiving`,
+        pass: slow.rssMb < 250 && slow.allReceiving,
+      });
+    }
+    const idle = result.memory.idle[gw];
+    if (idle) checks.push({ name: `${gw}: idle RSS`, value: `${idle.rssMb.toFixed(0)} MB`, limit: '< 80 MB', pass: idle.rssMb < 80 });
+  }
+  const failed = Object.entries(result.failures).filter(([, f]) => f.failed > 0);
+  checks.push({ name: 'no request failed (all targets)', value: failed.length ? failed.map(([t, f]) => `${t}: ${f.failed}`).join(', ') : '0 failed', limit: '0', pass: failed.length === 0 });
+  for (const l of result.ledger) {
+    checks.push({ name: `${l.target}: one charge per completed call`, value: `${l.charges} charges / ${l.expectedCharges} calls`, limit: 'equal', pass: l.pass });
+  }
+  return checks;
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]?.map((_, c) => Math.max(...rows.map((r) => (r[c] ?? '').length))) ?? [];
+  return rows.map((r) => r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c] ?? 0) : cell.padStart(widths[c] ?? 0))).join('  ')).join('\n');
+}
+
+export function render(result: BenchResult): string {
+  const out: string[] = [];
+  const m = result.machine;
+  out.push(`LLM gateway benchmark — ${result.date} — ${m.cpu}, ${m.cores} cores, ${m.ramGb} GB, Node ${m.node} — gateway from ${result.gatewayEntry}`);
+  out.push(`${result.mode.quick ? 'quick' : 'full'} run${result.mode.redis ? ' with Redis' : ''}${result.mode.profile ? ' (PROFILED: CPU numbers inflated)' : ''}, ${result.durationSec.toFixed(0)} s`);
+  for (const w of result.workloads) {
+    const ids = Object.keys(w.targets);
+    const t = (id: string): TargetWorkload => w.targets[id] as TargetWorkload;
+    const counts = (id: string): string => Object.entries(t(id).chunkCounts).map(([k, v]) => (w.stream ? `${k}×${v}` : `${v}`)).join(' ');
+    const rows: string[][] = [
+      ['', ...ids],
+      [`max req/s (closed, c=${w.concurrency})`, ...ids.map((id) => int(t(id).maxRps))],
+      ['CPU µs/req at max', ...ids.map((id) => int(t(id).cpuAtMaxUsPerReq))],
+      [`CPU µs/req @ ${int(w.rate)} req/s`, ...ids.map((id) => int(t(id).cpuUsPerReq))],
+      ['  simulator CPU µs/req', ...ids.map((id) => int(t(id).simCpuUsPerReq))],
+      ...(ids.some((id) => t(id).redisCpuUsPerReq !== undefined) ? [['  redis-server CPU µs/req', ...ids.map((id) => int(t(id).redisCpuUsPerReq))]] : []),
+      ['latency p50 / p99 / p99.9 ms', ...ids.map((id) => `${ms(t(id).p50)} / ${ms(t(id).p99)} / ${ms(t(id).p999)}`)],
+      ['added p50 / p99 / p99.9 ms', ...ids.map((id) => (t(id).added ? `${ms(t(id).added?.p50)} / ${ms(t(id).added?.p99)} / ${ms(t(id).added?.p999)}` : '-'))],
+    ];
+    if (w.stream) {
+      rows.push(['TTFT p50 / p99 ms', ...ids.map((id) => `${ms(t(id).ttft50)} / ${ms(t(id).ttft99)}`)]);
+      rows.push(['TTFT added p50 / p99 ms', ...ids.map((id) => (t(id).added ? `${ms(t(id).added?.ttft50)} / ${ms(t(id).added?.ttft99)}` : '-'))]);
+      rows.push(['content chunks × responses', ...ids.map(counts)]);
+    } else rows.push(['responses checked', ...ids.map(counts)]);
+    rows.push(['failed', ...ids.map((id) => String(t(id).errors))]);
+    out.push('', `== ${w.label} — open loop at ${int(w.rate)} req/s (50% of the slowest gateway's max), ${w.targets.direct?.open.length ?? 0} rounds, medians`, table(rows));
+  }
+  const procs = Object.keys(result.memory.idle);
+  const memRows: string[][] = [
+    ['memory (MB)', ...procs],
+    ['idle RSS (after start)', ...procs.map((p) => result.memory.idle[p]?.rssMb.toFixed(0) ?? '-')],
+    ['peak RSS under load (VmHWM)', ...procs.map((p) => result.memory.peak[p]?.hwmMb.toFixed(0) ?? '-')],
+  ];
+  for (const s of result.slowStreams) {
+    memRows.push([
+      `${s.requested} slow streams via ${s.target}`,
+      ...procs.map((p) => (p === s.target ? `${s.rssMb.toFixed(0)} (${s.receiving} recv)` : p === 'simulator' ? s.simRssMb.toFixed(0) : '')),
+    ]);
+  }
+  out.push('', table(memRows));
+  for (const s of result.slowStreams) {
+    out.push(`  via ${s.target}: ${s.receiving}/${s.requested} receiving after ${(s.openMs / 1000).toFixed(1)} s; max chunks per read ${s.maxChunksPerRead}; aborted ${s.abortedReceiving} receiving + ${s.abortedEarly} before content; failed ${s.failed}${s.errors.length ? ` (${s.errors.join('; ')})` : ''}`);
+    if (!s.allReceiving) out.push(`    ${s.requested - s.receiving} streams were open but got no content within the wait: they were queued inside ${s.target} (an upstream connection limit?)`);
+  }
+  for (const l of result.ledger) {
+    out.push(`  ledger ${l.target}: ${l.charges} charges; calls: ${l.okCalls} ok + ${l.abortedReceiving} aborted after content = ${l.expectedCharges}; usage rows by status ${JSON.stringify(l.usageByStatus)}; charges without usage row ${l.chargesWithoutUsage}`);
+  }
+  out.push('', table([['target (issue 5)', 'value', 'limit', ''], ...result.checks.map((c) => [c.name, c.value, c.limit, c.pass ? 'PASS' : 'MISS'])]));
+  if (result.profile) {
+    out.push('', 'gateway CPU profile (whole run, main thread), top self time, % of busy time:', table([['function', 'self ms', '%', 'where'], ...result.profile.map((p) => [p.fn, p.selfMs.toFixed(0), p.pct.toFixed(1), p.where])]));
+  }
+  out.push('', ...result.caveats.map((c) => `note: ${c}`));
+  return out.join('\n');
+}
+
+/** bench-results/latest.json and a timestamped copy (profiled runs: only the copy). */
+export function writeResults(dir: string, result: BenchResult): string[] {
+  mkdirSync(dir, { recursive: true });
+  const text = JSON.stringify(result, (_k, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? null : v), 2) + '\n';
+  const stamp = result.date.replace(/[:.]/g, '-');
+  const files = [join(dir, `${result.mode.profile ? 'profile' : 'bench'}-${stamp}.json`)];
+  if (!result.mode.profile) files.unshift(join(dir, 'latest.json'));
+  for (const file of files) writeFileSync(file, text);
+  return files;
+}
+
+export interface ProfileEntry {
+  fn: string;
+  where: string;
+  selfMs: number;
+  pct: number;
+}
+
+interface CpuProfile {
+  nodes: Array<{ id: number; callFrame: { functionName: string; url: string; lineNumber: number } }>;
+  samples: number[];
+  timeDeltas: number[];
+}
+
+/** Top self-time entries of a V8 .cpuprofile (by function and location), idle time left out. */
+export function topSelfTime(file: string, root: string, n = 10): ProfileEntry[] {
+  const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
+  const byNode = new Map(profile.nodes.map((node) => [node.id, node.callFrame]));
+  const self = new Map<string, { fn: string; where: string; us: number }>();
+  let total = 0;
+  profile.samples.forEach((id, i) => {
+    const frame = byNode.get(id);
+    const us = profile.timeDeltas[i] ?? 0;
+    // Idle time is not work: percentages are of the time the process was busy.
+    if (!frame || frame.functionName === '(idle)') return;
+    total += us;
+    const url = frame.url.startsWith('file://') ? relative(root, new URL(frame.url).pathname) : frame.url;
+    const where = url ? `${url}:${frame.lineNumber + 1}` : '';
+    const key = `${frame.functionName}@${where}`;
+    const entry = self.get(key) ?? { fn: frame.functionName || '(anonymous)', where, us: 0 };
+    entry.us += us;
+    self.set(key, entry);
+  });
+  return [...self.values()]
+    .sort((a, b) => b.us - a.us)
+    .slice(0, n)
+    .map((e) => ({ fn: e.fn, where: e.where, selfMs: e.us / 1000, pct: (100 * e.us) / Math.max(1, total) }));
+}
