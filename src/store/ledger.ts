@@ -77,6 +77,7 @@ export class LedgerRepo {
   private readonly listBeforeStmt;
   private readonly sumStmt;
   private readonly spendStmt;
+  private readonly chargeTx;
 
   constructor(private readonly db: Db) {
     this.insertStmt = db.prepare(
@@ -92,6 +93,8 @@ export class LedgerRepo {
     this.listBeforeStmt = db.prepare('SELECT * FROM ledger WHERE account_id = ? AND id < ? ORDER BY id DESC LIMIT ?');
     this.sumStmt = db.prepare('SELECT coalesce(sum(amount_micros), 0) AS total FROM ledger WHERE account_id = ?');
     this.spendStmt = db.prepare('UPDATE api_keys SET spent_micros = spent_micros + ? WHERE id = ?');
+    // Transaction functions are built once: building one per call costs more than its statements.
+    this.chargeTx = db.transaction((input: ChargeInput) => this.chargeInTransaction(input));
   }
 
   /**
@@ -127,23 +130,30 @@ export class LedgerRepo {
     // savepoint (balance included) back, and the first entry is returned. No read first: the
     // hot path does one statement less.
     try {
-      return this.db.transaction(() => {
-        const entry = this.append('charge', input.accountId, -input.amountMicros, {
-          reference: null,
-          note: null,
-          created_by: null,
-          request_id: input.requestId,
-          api_key_id: input.apiKeyId ?? null,
-          now: input.now,
-        });
-        if (input.apiKeyId && input.amountMicros > 0) this.spendStmt.run(input.amountMicros, input.apiKeyId);
-        return { entry, replayed: false };
-      }).immediate();
+      return this.chargeTx.immediate(input);
     } catch (error) {
       const existing = (error as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE' ? (this.byChargeRequestStmt.get(input.requestId) as LedgerRow | undefined) : undefined;
       if (existing) return { entry: toEntry(existing), replayed: true };
       throw error;
     }
+  }
+
+  /**
+   * The charge's statements, for a caller already inside a transaction (settlement batches):
+   * no savepoint of its own. A second charge for a request id throws (unique index).
+   */
+  chargeInTransaction(input: ChargeInput): { entry: LedgerEntry; replayed: boolean } {
+    if (!this.db.inTransaction) throw new Error('chargeInTransaction needs an open transaction');
+    const entry = this.append('charge', input.accountId, -input.amountMicros, {
+      reference: null,
+      note: null,
+      created_by: null,
+      request_id: input.requestId,
+      api_key_id: input.apiKeyId ?? null,
+      now: input.now,
+    });
+    if (input.apiKeyId && input.amountMicros > 0) this.spendStmt.run(input.amountMicros, input.apiKeyId);
+    return { entry, replayed: false };
   }
 
   byReference(accountId: string, kind: LedgerKind, reference: string): LedgerEntry | undefined {

@@ -15,7 +15,11 @@ export class Store {
   /** Present for a database file opened with Store.open. */
   checkpointer: Checkpointer | undefined;
 
+  /** Built once: better-sqlite3 builds four wrappers per transaction() call. */
+  private readonly runInTransaction;
+
   constructor(readonly db: Db) {
+    this.runInTransaction = db.transaction((fn: () => unknown) => fn());
     this.accounts = new AccountsRepo(db);
     this.apiKeys = new KeysRepo(db, 'api');
     this.managementKeys = new KeysRepo(db, 'management');
@@ -35,8 +39,9 @@ export class Store {
    * with SQLITE_BUSY when a read turns into a write.
    */
   transaction<T>(fn: () => T): T {
-    return this.db.transaction(fn).immediate();
+    return this.runInTransaction.immediate(fn) as T;
   }
+
 
   /** A trivial query: proves the file is open and readable. */
   ping(): void {

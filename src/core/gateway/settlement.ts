@@ -37,9 +37,9 @@ interface Pending {
  * provider reports more tokens than the bound the hold was computed from.
  *
  * Group commit: the calls that end in the same turn of the event loop are written in one
- * transaction (each in its own savepoint, so one failing row fails only its call). The commit
- * is most of a settlement's cost, and concurrent calls share it. Each caller still waits for
- * its own row to be committed before it answers.
+ * transaction; if any row fails, the batch is retried call by call so that only that call
+ * fails. The commit is most of a settlement's cost, and concurrent calls share it. Each
+ * caller still waits for its own row to be committed before it answers.
  */
 export class Settlement {
   private queue: Pending[] = [];
@@ -100,32 +100,26 @@ export class Settlement {
     this.scheduled = false;
     const batch = this.queue;
     this.queue = [];
-    const outcomes: ({ ok: true; record: UsageRecord } | { ok: false; error: unknown })[] = [];
+    let records: UsageRecord[] | undefined;
     try {
-      this.store.transaction(() => {
-        for (const pending of batch) {
-          try {
-            outcomes.push({ ok: true, record: this.store.transaction(() => this.write(pending)) });
-          } catch (error) {
-            outcomes.push({ ok: false, error });
-          }
+      records = this.store.transaction(() => batch.map((pending) => this.write(pending)));
+    } catch {
+      // Something in the batch failed and the whole transaction rolled back: write each call
+      // on its own, so one bad row fails only its call (and a failed commit fails them all).
+      for (const pending of batch) {
+        try {
+          pending.resolve(this.store.transaction(() => this.write(pending)));
+        } catch (error) {
+          pending.reject(error);
         }
-      });
-    } catch (error) {
-      // The commit itself failed (disk full, I/O error): nothing of the batch was written.
-      for (const pending of batch) pending.reject(error);
-      return;
+      }
     }
     this.store.checkpointer?.wrote();
-    batch.forEach((pending, index) => {
-      const outcome = outcomes[index];
-      if (outcome?.ok) pending.resolve(outcome.record);
-      else pending.reject(outcome?.error);
-    });
+    if (records) batch.forEach((pending, index) => pending.resolve(records[index] as UsageRecord));
   }
 
   private write({ costMicros, row }: Pending): UsageRecord {
-    if (costMicros > 0) this.store.ledger.charge({ accountId: row.accountId, amountMicros: costMicros, requestId: row.requestId, apiKeyId: row.apiKeyId, now: row.createdAt });
+    if (costMicros > 0) this.store.ledger.chargeInTransaction({ accountId: row.accountId, amountMicros: costMicros, requestId: row.requestId, apiKeyId: row.apiKeyId, now: row.createdAt });
     return this.store.usage.insert(row);
   }
 }
