@@ -5,23 +5,30 @@ import { errors } from '../core/errors.js';
  * Reads a request body into memory up to `limit` bytes: 413 as soon as the declared length
  * or the bytes received pass it (without buffering the rest).
  */
-export async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) {
     req.resume();
-    throw errors.bodyTooLarge(limit);
+    return Promise.reject(errors.bodyTooLarge(limit));
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) {
-      req.resume();
-      throw errors.bodyTooLarge(limit);
-    }
-    chunks.push(chunk);
-  }
-  return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
+  // Events, not `for await`: the async iterator costs more than the read on small bodies.
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size > limit) {
+        req.off('data', onData);
+        req.resume();
+        reject(errors.bodyTooLarge(limit));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    req.on('data', onData);
+    req.once('end', () => resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size)));
+    req.once('error', reject);
+  });
 }
 
 /**

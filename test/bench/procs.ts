@@ -199,7 +199,7 @@ export async function startGatewayProc(options: GatewayOptions): Promise<Gateway
     server: { host: '127.0.0.1', port: 0, shutdown_timeout: '5s' },
     database: { path: dbPath },
     auth: { jwt_secret: 'bench-secret-bench-secret-bench-secret-0123', bcrypt_rounds: 4 },
-    logging: { level: 'info' },
+    logging: { level: process.env.BENCH_LOG_LEVEL ?? 'info' },
     providers: {
       openai: { base_url: `${options.simUrl}/v1`, api_key: options.simKey },
       anthropic: { base_url: options.simUrl, api_key: options.simKey },
