@@ -94,3 +94,19 @@ const EMAIL = /^[^\s@]+@[^\s@.]+(?:\.[^\s@.]+)+$/;
 export function requiredEmail(body: JsonObject, field = 'email'): string {
   return requiredString(body, field, { max: 254, pattern: EMAIL, patternRule: 'must be an email address (name@example.com)' }).toLowerCase();
 }
+
+/** A number within [min, max] (null and absent are both "not given"). */
+export function optionalNumberIn(body: JsonObject, field: string, min: number, max: number): number | undefined {
+  const value = body[field];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) throw errors.invalidField(field, `must be a number from ${min} to ${max}`);
+  return value;
+}
+
+/** The `model` of an inference request: a non-empty string (resolved against the catalog later). */
+export function requiredModel(body: JsonObject): string {
+  const model = body.model;
+  if (model === undefined || model === null) throw errors.missingField('model');
+  if (typeof model !== 'string' || model.trim() === '') throw errors.invalidField('model', 'must be a non-empty string (<provider>/<model>; GET /v1/models lists them)');
+  return model;
+}

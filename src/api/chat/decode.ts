@@ -1,7 +1,7 @@
 import type { ContentPart, ImageSource, Message, ResponseFormat, TextPart, ToolCall, ToolChoice, ToolDefinition } from '../../core/canonical.js';
 import { errors } from '../../core/errors.js';
 import type { ChatDraft } from '../../core/gateway/chat.js';
-import { isObject, type JsonObject } from '../../core/validate.js';
+import { isObject, optionalNumberIn, requiredModel, type JsonObject } from '../../core/validate.js';
 
 /**
  * OpenAI chat completions request → canonical draft. Pure: validates every field it maps
@@ -32,9 +32,7 @@ const UNSUPPORTED = ['logprobs', 'top_logprobs'];
 export function decodeChatCompletion(raw: unknown): DecodedChatCompletion {
   if (!isObject(raw)) throw errors.bodyNotObject();
   const body = raw;
-  const model = body.model;
-  if (model === undefined || model === null) throw errors.missingField('model');
-  if (typeof model !== 'string' || model.trim() === '') throw errors.invalidField('model', 'must be a non-empty string (<provider>/<model>; GET /v1/models lists them)');
+  const model = requiredModel(body);
 
   const stream = optionalBoolean(body, 'stream') ?? false;
   let includeUsage = false;
@@ -51,9 +49,9 @@ export function decodeChatCompletion(raw: unknown): DecodedChatCompletion {
   }
   if (maxTokens !== undefined) draft.maxTokens = maxTokens;
   draft.maxTokensField = body.max_completion_tokens != null ? 'max_completion_tokens' : 'max_tokens';
-  const temperature = numberIn(body, 'temperature', 0, 2);
+  const temperature = optionalNumberIn(body, 'temperature', 0, 2);
   if (temperature !== undefined) draft.temperature = temperature;
-  const topP = numberIn(body, 'top_p', 0, 1);
+  const topP = optionalNumberIn(body, 'top_p', 0, 1);
   if (topP !== undefined) draft.topP = topP;
   const stop = decodeStop(body.stop);
   if (stop !== undefined) draft.stop = stop;
@@ -106,12 +104,6 @@ function positiveInt(body: JsonObject, field: string): number | undefined {
   return value;
 }
 
-function numberIn(body: JsonObject, field: string, min: number, max: number): number | undefined {
-  const value = body[field];
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) throw errors.invalidField(field, `must be a number from ${min} to ${max}`);
-  return value;
-}
 
 function decodeStop(value: unknown): string[] | undefined {
   if (value === undefined || value === null) return undefined;

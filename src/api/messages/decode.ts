@@ -1,7 +1,7 @@
 import type { CacheControl, ContentPart, ImageSource, Message, TextPart, ToolChoice, ToolDefinition } from '../../core/canonical.js';
 import { errors } from '../../core/errors.js';
 import type { ChatDraft } from '../../core/gateway/chat.js';
-import { isObject, type JsonObject } from '../../core/validate.js';
+import { isObject, optionalNumberIn, requiredModel, type JsonObject } from '../../core/validate.js';
 
 /**
  * Anthropic Messages request → canonical draft. Pure. Tool results in a user turn become
@@ -17,18 +17,17 @@ const MEDIA_TYPES = ['image/jpeg', 'image/png', 'image/gif', 'image/webp'];
 export function decodeMessagesRequest(raw: unknown): ChatDraft {
   if (!isObject(raw)) throw errors.bodyNotObject();
   const body = raw;
-  if (body.model === undefined || body.model === null) throw errors.missingField('model');
-  if (typeof body.model !== 'string' || body.model.trim() === '') throw errors.invalidField('model', 'must be a non-empty string (<provider>/<model>; GET /v1/models lists them)');
+  const model = requiredModel(body);
   if (body.max_tokens === undefined || body.max_tokens === null) throw errors.missingField('max_tokens');
   if (typeof body.max_tokens !== 'number' || !Number.isSafeInteger(body.max_tokens) || body.max_tokens < 1) throw errors.invalidField('max_tokens', 'must be a positive integer');
   if (body.stream !== undefined && typeof body.stream !== 'boolean') throw errors.invalidField('stream', 'must be true or false');
 
   const messages: Message[] = [...decodeSystem(body.system), ...decodeTurns(body.messages)];
-  const draft: ChatDraft = { model: body.model, maxTokens: body.max_tokens, messages, stream: body.stream === true };
+  const draft: ChatDraft = { model, maxTokens: body.max_tokens, messages, stream: body.stream === true };
 
-  const temperature = numberIn(body, 'temperature', 0, 1);
+  const temperature = optionalNumberIn(body, 'temperature', 0, 1);
   if (temperature !== undefined) draft.temperature = temperature;
-  const topP = numberIn(body, 'top_p', 0, 1);
+  const topP = optionalNumberIn(body, 'top_p', 0, 1);
   if (topP !== undefined) draft.topP = topP;
   if (body.top_k !== undefined && body.top_k !== null) {
     if (typeof body.top_k !== 'number' || !Number.isSafeInteger(body.top_k) || body.top_k < 1) throw errors.invalidField('top_k', 'must be a positive integer');
@@ -57,12 +56,6 @@ export function decodeMessagesRequest(raw: unknown): ChatDraft {
   return draft;
 }
 
-function numberIn(body: JsonObject, field: string, min: number, max: number): number | undefined {
-  const value = body[field];
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) throw errors.invalidField(field, `must be a number from ${min} to ${max}`);
-  return value;
-}
 
 function cacheControl(block: JsonObject, at: string): CacheControl | undefined {
   const control = block.cache_control;

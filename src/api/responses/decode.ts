@@ -1,7 +1,7 @@
 import type { ContentPart, Message, ResponseFormat, TextPart, ToolCall, ToolChoice, ToolDefinition } from '../../core/canonical.js';
 import { errors } from '../../core/errors.js';
 import type { ChatDraft } from '../../core/gateway/chat.js';
-import { isObject, type JsonObject } from '../../core/validate.js';
+import { isObject, optionalNumberIn, requiredModel, type JsonObject } from '../../core/validate.js';
 import { imageSource } from '../chat/decode.js';
 
 /**
@@ -43,8 +43,7 @@ export function decodeResponsesRequest(raw: unknown): DecodedResponsesRequest {
   }
   if (body.conversation !== undefined && body.conversation !== null) throw errors.invalidField('conversation', 'conversations are not supported: send the whole conversation in input');
   if (body.background === true) throw errors.invalidField('background', 'background responses are not supported');
-  if (body.model === undefined || body.model === null) throw errors.missingField('model');
-  if (typeof body.model !== 'string' || body.model.trim() === '') throw errors.invalidField('model', 'must be a non-empty string (<provider>/<model>; GET /v1/models lists them)');
+  const model = requiredModel(body);
   if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean') throw errors.invalidField('stream', 'must be true or false');
   if (body.store !== undefined && body.store !== null && typeof body.store !== 'boolean') throw errors.invalidField('store', 'must be true or false');
 
@@ -53,7 +52,7 @@ export function decodeResponsesRequest(raw: unknown): DecodedResponsesRequest {
   const messages: Message[] = instructions ? [{ role: 'system', content: [{ type: 'text', text: instructions }] }] : [];
   messages.push(...decodeInput(body.input));
 
-  const draft: ChatDraft = { model: body.model, messages, stream: body.stream === true, maxTokensField: 'max_output_tokens' };
+  const draft: ChatDraft = { model, messages, stream: body.stream === true, maxTokensField: 'max_output_tokens' };
   const echo: ResponsesEcho = {
     instructions,
     maxOutputTokens: null,
@@ -71,9 +70,9 @@ export function decodeResponsesRequest(raw: unknown): DecodedResponsesRequest {
     }
     draft.maxTokens = echo.maxOutputTokens = body.max_output_tokens;
   }
-  const temperature = numberIn(body, 'temperature', 0, 2);
+  const temperature = optionalNumberIn(body, 'temperature', 0, 2);
   if (temperature !== undefined) draft.temperature = echo.temperature = temperature;
-  const topP = numberIn(body, 'top_p', 0, 1);
+  const topP = optionalNumberIn(body, 'top_p', 0, 1);
   if (topP !== undefined) draft.topP = echo.topP = topP;
   if (body.user !== undefined && body.user !== null) {
     if (typeof body.user !== 'string') throw errors.invalidField('user', 'must be a string');
@@ -106,12 +105,6 @@ export function decodeResponsesRequest(raw: unknown): DecodedResponsesRequest {
   return { draft, echo };
 }
 
-function numberIn(body: JsonObject, field: string, min: number, max: number): number | undefined {
-  const value = body[field];
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) throw errors.invalidField(field, `must be a number from ${min} to ${max}`);
-  return value;
-}
 
 function decodeMetadata(value: unknown): Record<string, string> {
   if (value === undefined || value === null) return {};
