@@ -44,3 +44,16 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
+
+export type RedisScript = (...args: (string | number)[]) => Promise<unknown>;
+
+/**
+ * A Lua script as a command: ioredis sends EVALSHA (the script text only once, on NOSCRIPT),
+ * so each call carries its arguments and nothing more.
+ */
+export function defineScript(redis: Redis, name: string, numberOfKeys: number, lua: string): RedisScript {
+  if (!(name in redis)) redis.defineCommand(name, { numberOfKeys, lua });
+  const command = (redis as unknown as Record<string, RedisScript>)[name];
+  if (!command) throw new Error(`could not define the Redis script ${name}`);
+  return command.bind(redis);
+}

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { defineScript, type RedisScript } from '../../store/redis.js';
 
 /**
  * Wallet holds: while a call runs, its worst-case cost is reserved against the account's
@@ -146,26 +147,34 @@ export class RedisHoldStore implements HoldStore {
   private readonly mine = new Map<string, string>();
   private readonly timer: NodeJS.Timeout;
   private readonly leases: string;
+  private readonly scripts: Record<'acquire' | 'release' | 'held' | 'renew' | 'clear', RedisScript>;
 
   constructor(
-    private readonly redis: Redis,
+    redis: Redis,
     private readonly prefix: string,
     private readonly instance: string,
   ) {
     this.leases = `${prefix}hold:leases`;
+    this.scripts = {
+      acquire: defineScript(redis, 'gatewayHoldAcquire', 3, ACQUIRE),
+      release: defineScript(redis, 'gatewayHoldRelease', 3, RELEASE),
+      held: defineScript(redis, 'gatewayHoldHeld', 3, HELD),
+      renew: defineScript(redis, 'gatewayHoldRenew', 1, RENEW),
+      clear: defineScript(redis, 'gatewayHoldClear', 1, CLEAR_INSTANCE),
+    };
     this.timer = setInterval(() => void this.renew(), RENEW_EVERY_MS);
     this.timer.unref();
   }
 
   /** Removes holds left by this instance's previous run. Returns how many. */
   async clearStale(): Promise<number> {
-    return Number(await this.redis.eval(CLEAR_INSTANCE, 1, this.leases, this.prefix, this.instance));
+    return Number(await this.scripts.clear(this.leases, this.prefix, this.instance));
   }
 
   async acquire(hold: HoldRef): Promise<HoldTotals> {
     const member = `${this.instance}|${hold.accountId}|${hold.keyId}|${hold.id}`;
     this.mine.set(hold.id, member);
-    const reply = (await this.redis.eval(ACQUIRE, 3, ...this.keys(hold.accountId, hold.keyId), this.prefix, hold.id, hold.amountMicros, member, LEASE_MS)) as number[];
+    const reply = (await this.scripts.acquire(...this.keys(hold.accountId, hold.keyId), this.prefix, hold.id, hold.amountMicros, member, LEASE_MS)) as number[];
     return { accountHeldMicros: Number(reply[0]), keyHeldMicros: Number(reply[1]) };
   }
 
@@ -173,11 +182,11 @@ export class RedisHoldStore implements HoldStore {
     const member = this.mine.get(hold.id);
     if (member === undefined) return;
     this.mine.delete(hold.id);
-    await this.redis.eval(RELEASE, 3, ...this.keys(hold.accountId, hold.keyId), hold.id, member);
+    await this.scripts.release(...this.keys(hold.accountId, hold.keyId), hold.id, member);
   }
 
   async held(accountId: string, keyId: string): Promise<HoldTotals> {
-    const reply = (await this.redis.eval(HELD, 3, ...this.keys(accountId, keyId), this.prefix)) as number[];
+    const reply = (await this.scripts.held(...this.keys(accountId, keyId), this.prefix)) as number[];
     return { accountHeldMicros: Number(reply[0]), keyHeldMicros: Number(reply[1]) };
   }
 
@@ -192,7 +201,7 @@ export class RedisHoldStore implements HoldStore {
   private async renew(): Promise<void> {
     if (this.mine.size === 0) return;
     try {
-      await this.redis.eval(RENEW, 1, this.leases, LEASE_MS, ...this.mine.values());
+      await this.scripts.renew(this.leases, LEASE_MS, ...this.mine.values());
     } catch {
       // Redis unreachable: the next renewal tries again; leases are three renewals long.
     }

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { defineScript, type RedisScript } from '../../store/redis.js';
 
 /**
  * Requests per minute per key, as an exact sliding window: a request is admitted when fewer
@@ -102,13 +103,17 @@ return {1, limit - count - 1, 0, oldestAt + window - now}
 `;
 
 export class RedisRateLimiter implements RateLimiter {
+  private readonly script: RedisScript;
+
   constructor(
-    private readonly redis: Redis,
+    redis: Redis,
     private readonly prefix: string,
-  ) {}
+  ) {
+    this.script = defineScript(redis, 'gatewaySlidingWindow', 1, SLIDING_WINDOW);
+  }
 
   async check(keyId: string, limit: number, requestId: string): Promise<RateDecision> {
-    const reply = (await this.redis.eval(SLIDING_WINDOW, 1, `${this.prefix}rl:${keyId}`, limit, WINDOW_MS, requestId)) as number[];
+    const reply = (await this.script(`${this.prefix}rl:${keyId}`, limit, WINDOW_MS, requestId)) as number[];
     const [allowed, remaining, retryAfterMs, resetMs] = reply.map(Number) as [number, number, number, number];
     return { allowed: allowed === 1, limit, remaining, retryAfterMs: allowed === 1 ? 0 : Math.max(1, retryAfterMs), resetMs: Math.max(0, resetMs) };
   }
