@@ -8,6 +8,7 @@ import type { UsageRecord } from '../../src/store/usage.js';
 import { fundedKey, simulatedProviders, startTestGateway, testConfig, type FundedKey, type TestGateway } from '../support/gateway.js';
 import { REDIS_URL, redisSkipReason } from '../support/redis.js';
 import { ProviderSimulator } from '../support/simulator/server.js';
+import { balanceMicros, ceilMillion, charges, header, inr, noHolds, usageRow } from '../support/e2e.js';
 
 /**
  * End-to-end billing of /v1/chat/completions: exact µINR costs, ledger and usage rows,
@@ -49,42 +50,12 @@ async function post(baseUrl: string, key: string, body: unknown, headers: Record
   return { status: res.statusCode, headers: res.headers, text, json };
 }
 
-function header(raw: { headers: Record<string, string | string[] | undefined> }, name: string): string | undefined {
-  const value = raw.headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}
-
-/** Exact ceiling division of µINR·tokens sums by 1e6, as the gateway must round (once per call, up). */
-function ceilMillion(total: bigint): number {
-  return Number((total + 999_999n) / 1_000_000n);
-}
-
 /** INR per 1M tokens → µINR per 1M tokens, written out by hand for the catalog prices used here. */
 const PRICE = {
   mini: { input: 12_600_000n, output: 50_400_000n, cacheRead: 6_300_000n },
   haiku: { input: 84_000_000n, output: 420_000_000n, cacheRead: 8_400_000n, cacheWrite: 105_000_000n },
   flash: { input: 25_200_000n, output: 210_000_000n, cacheRead: 2_520_000n },
 };
-
-function inr(micros: number): number {
-  return micros / 1_000_000;
-}
-
-function usageRow(gw: RunningGateway, requestId: string | undefined): UsageRecord | undefined {
-  return gw.app.store.usage.list({ limit: 1000 }).find((row) => row.requestId === requestId);
-}
-
-function charges(gw: RunningGateway, accountId: string) {
-  return gw.app.store.ledger.list(accountId, 10_000).filter((e) => e.kind === 'charge');
-}
-
-function balanceMicros(gw: RunningGateway, accountId: string): number {
-  return gw.app.store.accounts.byId(accountId)?.balanceMicros ?? Number.NaN;
-}
-
-async function noHolds(t: Tap, gw: RunningGateway, funded: FundedKey): Promise<void> {
-  t.same(await gw.app.holds.held(funded.accountId, funded.keyId), { accountHeldMicros: 0, keyHeldMicros: 0 }, 'no hold outlives its call');
-}
 
 /** Reads an SSE response frame by frame as the bytes arrive; null once it ended. */
 function sseReader(body: AsyncIterable<Buffer>): () => Promise<string | null> {

@@ -7,6 +7,7 @@ import { countTextTokens } from '../../src/core/tokens.js';
 import type { UsageRecord } from '../../src/store/usage.js';
 import { fundedKey, simulatedProviders, startTestGateway, type FundedKey, type TestGateway } from '../support/gateway.js';
 import { ProviderSimulator, type Scenario } from '../support/simulator/server.js';
+import { charges, header, noHolds, until, usageRow } from '../support/e2e.js';
 
 /**
  * End-to-end: POST /v1/chat/completions over raw HTTP against the provider simulator. SSE
@@ -54,11 +55,6 @@ async function post(gw: TestGateway, key: string | undefined, body: unknown, hea
   return { status: res.statusCode, headers: res.headers, text, json };
 }
 
-function header(raw: { headers: Record<string, string | string[] | undefined> }, name: string): string | undefined {
-  const value = raw.headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}
-
 /** The OpenAI error envelope with exactly message/type/code/param, a request id, and no stack trace. */
 function expectError(t: Tap, res: Raw, status: number, type: string, code?: string, param?: string | null): void {
   t.equal(res.status, status, `status ${status} (${res.text.slice(0, 200)})`);
@@ -90,29 +86,6 @@ function sseFrames(text: string): SseFrame[] {
       const lines = frame.split('\n');
       return { lines, data: lines.filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n') };
     });
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Waits for a condition with an upper bound (never a timing assertion: only a guard against hanging). */
-async function until(what: string, condition: () => boolean | Promise<boolean>, limitMs = 10_000): Promise<void> {
-  const deadline = Date.now() + limitMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
-    await sleep(10);
-  }
-}
-
-function usageRow(gw: TestGateway, requestId: string | undefined): UsageRecord | undefined {
-  return gw.app.store.usage.list({ limit: 1000 }).find((row) => row.requestId === requestId);
-}
-
-function charges(gw: TestGateway, accountId: string, requestId?: string) {
-  return gw.app.store.ledger.list(accountId, 1000).filter((e) => e.kind === 'charge' && (requestId === undefined || e.requestId === requestId));
-}
-
-async function noHolds(t: Tap, gw: TestGateway, funded: FundedKey): Promise<void> {
-  t.same(await gw.app.holds.held(funded.accountId, funded.keyId), { accountHeldMicros: 0, keyHeldMicros: 0 }, 'no hold outlives its call');
 }
 
 async function closedPort(): Promise<number> {

@@ -6,6 +6,7 @@ import { countTextTokens, promptTokenBound } from '../../src/core/tokens.js';
 import type { UsageRecord } from '../../src/store/usage.js';
 import { fundedKey, simulatedProviders, startTestGateway, type FundedKey, type TestGateway } from '../support/gateway.js';
 import { ProviderSimulator, type SimUsage } from '../support/simulator/server.js';
+import { balanceMicros, ceilMillion, charges, header, inr, noHolds, until, usageRow } from '../support/e2e.js';
 
 /**
  * End-to-end parity of the three ingress formats (OpenAI chat completions, OpenAI Responses,
@@ -84,58 +85,18 @@ async function post(gw: TestGateway, format: Format, key: string, body: unknown)
   return { status: res.statusCode, headers: res.headers, text, json };
 }
 
-function header(raw: { headers: Record<string, string | string[] | undefined> }, name: string): string | undefined {
-  const value = raw.headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Waits for a condition with an upper bound (a guard against hanging, never a timing assertion). */
-async function until(what: string, condition: () => boolean | Promise<boolean>, limitMs = 10_000): Promise<void> {
-  const deadline = Date.now() + limitMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
-    await sleep(10);
-  }
-}
-
-function ceilMillion(total: bigint): number {
-  return Number((total + 999_999n) / 1_000_000n);
-}
-
 /** µINR per 1M tokens, written out by hand from config/models.yaml. */
 const PRICE = {
   mini: { input: 12_600_000n, output: 50_400_000n, cacheRead: 6_300_000n },
   haiku: { input: 84_000_000n, output: 420_000_000n, cacheRead: 8_400_000n, cacheWrite: 105_000_000n },
 };
 
-function inr(micros: number): number {
-  return micros / 1_000_000;
-}
-
-function usageRow(gw: TestGateway, requestId: string | undefined): UsageRecord | undefined {
-  return gw.app.store.usage.list({ limit: 1000 }).find((row) => row.requestId === requestId);
-}
-
 function rowsOfKey(gw: TestGateway, keyId: string): UsageRecord[] {
   return gw.app.store.usage.list({ limit: 1000 }).filter((row) => row.apiKeyId === keyId);
 }
 
-function charges(gw: TestGateway, accountId: string, requestId?: string) {
-  return gw.app.store.ledger.list(accountId, 1000).filter((e) => e.kind === 'charge' && (requestId === undefined || e.requestId === requestId));
-}
-
-function balanceMicros(gw: TestGateway, accountId: string): number {
-  return gw.app.store.accounts.byId(accountId)?.balanceMicros ?? Number.NaN;
-}
-
 async function credits(gw: TestGateway, key: string): Promise<unknown> {
   return (await gw.http('GET', '/v1/credits', { token: key })).body;
-}
-
-async function noHolds(t: Tap, gw: TestGateway, funded: FundedKey): Promise<void> {
-  t.same(await gw.app.holds.held(funded.accountId, funded.keyId), { accountHeldMicros: 0, keyHeldMicros: 0 }, 'no hold outlives its call');
 }
 
 /** What must be equal across formats in a usage row (everything but ids, endpoint and time). */

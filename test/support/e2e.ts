@@ -1,0 +1,51 @@
+import type t from 'tap';
+import type { RunningGateway } from '../../src/main.js';
+import type { UsageRecord } from '../../src/store/usage.js';
+import type { FundedKey } from './gateway.js';
+
+/** Helpers shared by the end-to-end tests: reading responses, the store and the holds. */
+
+/** A tap test, as the callback of `t.test` receives it. */
+type Tap = Parameters<Parameters<typeof t.test>[0]>[0];
+
+export function header(raw: { headers: Record<string, string | string[] | undefined> }, name: string): string | undefined {
+  const value = raw.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Polls until `condition` holds (a bound, not a timing assertion). */
+export async function until(what: string, condition: () => boolean | Promise<boolean>, limitMs = 10_000): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
+    await sleep(10);
+  }
+}
+
+/** Exact ceiling division of µINR·tokens sums by 1e6, as the gateway must round (once per call, up). */
+export function ceilMillion(total: bigint): number {
+  return Number((total + 999_999n) / 1_000_000n);
+}
+
+/** µINR as the INR number the API shows. */
+export function inr(micros: number): number {
+  return micros / 1_000_000;
+}
+
+export function usageRow(gw: RunningGateway, requestId: string | undefined): UsageRecord | undefined {
+  return gw.app.store.usage.list({ limit: 1000 }).find((row) => row.requestId === requestId);
+}
+
+export function charges(gw: RunningGateway, accountId: string, requestId?: string) {
+  return gw.app.store.ledger.list(accountId, 10_000).filter((e) => e.kind === 'charge' && (requestId === undefined || e.requestId === requestId));
+}
+
+export function balanceMicros(gw: RunningGateway, accountId: string): number {
+  return gw.app.store.accounts.byId(accountId)?.balanceMicros ?? Number.NaN;
+}
+
+export async function noHolds(test: Tap, gw: RunningGateway, funded: FundedKey): Promise<void> {
+  test.same(await gw.app.holds.held(funded.accountId, funded.keyId), { accountHeldMicros: 0, keyHeldMicros: 0 }, 'no hold outlives its call');
+}
