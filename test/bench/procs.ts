@@ -310,17 +310,3 @@ export function localRedisPid(url: string): number | undefined {
   }
   return undefined;
 }
-
-export async function redisReachable(url: string): Promise<boolean> {
-  const { Redis } = await import('ioredis');
-  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 1000, retryStrategy: () => null });
-  redis.on('error', () => {});
-  try {
-    await redis.connect();
-    return (await redis.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    redis.disconnect();
-  }
-}

@@ -5,9 +5,10 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import { closedLoop, makeTarget, openLoop, specFor, WORKLOADS, type ClosedResult, type Target, type WorkloadId } from './load.js';
-import { CLK_TCK, cleanRedisPrefix, gatewayRunsCompiled, localRedisPid, memory, redisReachable, startFloor, startGatewayProc, startSimulator, type GatewayProc, type Memory, type Proc } from './procs.js';
+import { CLK_TCK, cleanRedisPrefix, gatewayRunsCompiled, localRedisPid, memory, startFloor, startGatewayProc, startSimulator, type GatewayProc, type Memory, type Proc } from './procs.js';
 import { evaluate, machineInfo, render, summarizeOpen, summarizeTarget, topSelfTime, writeResults, type BenchResult, type LedgerCheck, type OpenSummary, type WorkloadResult } from './report.js';
 import { slowStreams, type SlowStreamsResult } from './streams.js';
+import { redisReachable } from '../support/redis.js';
 
 /**
  * The benchmark (issue 5): the gateway against a bare pass-through floor and the simulator

@@ -6,8 +6,9 @@ import { Redis } from 'ioredis';
  */
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
-async function reachable(): Promise<boolean> {
-  const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 1000, retryStrategy: () => null });
+/** Whether a Redis server answers PING at `url` (no retries, 1 s to connect). */
+export async function redisReachable(url: string = REDIS_URL): Promise<boolean> {
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 1000, retryStrategy: () => null });
   redis.on('error', () => {});
   try {
     await redis.connect();
@@ -19,7 +20,7 @@ async function reachable(): Promise<boolean> {
   }
 }
 
-const up = await reachable();
+const up = await redisReachable();
 
 /** `false` to run, or the reason to skip. */
 export function redisSkipReason(): string | false {
