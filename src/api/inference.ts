@@ -52,17 +52,13 @@ export async function serveChatCall(app: App, ctx: RequestContext, key: KeyRecor
  * upstream call when the client disconnects before the response is complete.
  */
 export function callContext(ctx: RequestContext, key: KeyRecord, endpoint: string): CallContext {
-  const controller = new AbortController();
-  ctx.res.once('close', () => {
-    if (!ctx.res.writableFinished) controller.abort();
-  });
   return {
     requestId: ctx.requestId,
     endpoint,
     accountId: key.accountId,
     apiKeyId: key.id,
     rateLimit: key.rateLimit ?? 10_000,
-    signal: controller.signal,
+    signal: ctx.signal,
     startedAt: Date.now(),
   };
 }

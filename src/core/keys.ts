@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 /**
  * Secrets: `sk-` API keys for apps, `akm-` management keys for admins and tools.
@@ -21,7 +21,7 @@ export function generateKey(kind: KeyKind): string {
 
 /** SHA-256 (hex) of the whole key string. A fast hash is right here: keys carry 256 bits of entropy. */
 export function hashKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  return hash('sha256', key, 'hex');
 }
 
 /** `sk-1a2b…9f0e`: enough to recognise a key in a list, far too little to use it. */

@@ -1,7 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import { CallSignal } from '../core/abort.js';
 import { CallAborted, errors, GatewayError, isGatewayError } from '../core/errors.js';
+import { newRequestId } from '../core/ids.js';
 import { readJson } from './body.js';
 import { sendError, sendJson } from './respond.js';
 import type { Router } from './router.js';
@@ -15,6 +16,8 @@ export interface RequestContext {
   readonly query: URLSearchParams;
   readonly params: Record<string, string>;
   readonly clientIp: string;
+  /** Aborted when the client goes away before the response is complete. */
+  readonly signal: CallSignal;
   /** Extra fields for this request's access-log line (account id, key id); never secrets. */
   readonly logFields: Record<string, string | number | boolean>;
   /** The parsed JSON body (413 past the size limit, 400 when it is not JSON). */
@@ -51,7 +54,7 @@ export function createHttpServer(options: HttpServerOptions): Server {
     const started = performance.now();
     // Always the gateway's own id: it keys the call's hold, charge and usage row, so a client
     // that reused an id could otherwise dodge billing. The client's id is logged beside it.
-    const requestId = `req_${randomUUID().replace(/-/g, '')}`;
+    const requestId = newRequestId();
     res.setHeader('x-request-id', requestId);
     const incomingId = req.headers['x-request-id'];
     const method = req.method ?? 'GET';
@@ -61,7 +64,11 @@ export function createHttpServer(options: HttpServerOptions): Server {
     const logFields: Record<string, string | number | boolean> = {};
     if (typeof incomingId === 'string' && REQUEST_ID.test(incomingId)) logFields.client_request_id = incomingId;
 
+    const signal = new CallSignal();
+    // One listener per request: it aborts the call (upstream included) when the client went
+    // away early, and writes the access-log line.
     res.once('close', () => {
+      if (!res.writableFinished) signal.abort();
       logger.info(
         { req_id: requestId, method, path, status: res.statusCode, ms: Math.round((performance.now() - started) * 10) / 10, aborted: !res.writableFinished || undefined, ...logFields },
         'request',
@@ -87,6 +94,7 @@ export function createHttpServer(options: HttpServerOptions): Server {
         query: new URLSearchParams(queryStart === -1 ? '' : url.slice(queryStart + 1)),
         params: match.params,
         clientIp: clientAddress(req, options.trustProxy),
+        signal,
         logFields,
         json: () => readJson(req, options.maxBodyBytes),
         send: (status, body, headers) => sendJson(res, status, body, headers),

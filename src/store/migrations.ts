@@ -105,4 +105,15 @@ CREATE INDEX usage_by_model ON usage(model, created_at);
 CREATE INDEX usage_by_time ON usage(created_at);
 `,
   },
+  {
+    version: 2,
+    name: 'usage: drop the per-key and per-model indexes',
+    // Each index on usage is one more B-tree insert and one more page written per settled call
+    // (the hot path). A key filter is answered through usage_by_account (a key belongs to one
+    // account, see UsageRepo.list) and a model filter by walking the rows newest first.
+    sql: `
+DROP INDEX usage_by_key;
+DROP INDEX usage_by_model;
+`,
+  },
 ];

@@ -5,6 +5,11 @@ import { KeysRepo } from './keys.js';
 import { LedgerRepo } from './ledger.js';
 import { UsageRepo } from './usage.js';
 
+export interface Funds {
+  balanceMicros: number;
+  key: { budgetMicros: number | null; spentMicros: number } | undefined;
+}
+
 /** The SQLite store: one connection and a repository per table group. */
 export class Store {
   readonly accounts: AccountsRepo;
@@ -17,9 +22,13 @@ export class Store {
 
   /** Built once: better-sqlite3 builds four wrappers per transaction() call. */
   private readonly runInTransaction;
+  private readonly fundsStmt;
 
   constructor(readonly db: Db) {
     this.runInTransaction = db.transaction((fn: () => unknown) => fn());
+    this.fundsStmt = db
+      .prepare('SELECT a.balance_micros, k.budget_micros, k.spent_micros FROM accounts a LEFT JOIN api_keys k ON k.id = ? AND k.account_id = a.id WHERE a.id = ?')
+      .raw();
     this.accounts = new AccountsRepo(db);
     this.apiKeys = new KeysRepo(db, 'api');
     this.managementKeys = new KeysRepo(db, 'management');
@@ -42,6 +51,17 @@ export class Store {
     return this.runInTransaction.immediate(fn) as T;
   }
 
+
+  /**
+   * What admission reads for a call, in one statement: the wallet balance and the API key's
+   * budget and spend (`key` undefined when the key is not the account's). Undefined when the
+   * account does not exist.
+   */
+  funds(accountId: string, apiKeyId: string): Funds | undefined {
+    const row = this.fundsStmt.get(apiKeyId, accountId) as [number, number | null, number | null] | undefined;
+    if (!row) return undefined;
+    return { balanceMicros: row[0], key: row[2] === null ? undefined : { budgetMicros: row[1], spentMicros: row[2] } };
+  }
 
   /** A trivial query: proves the file is open and readable. */
   ping(): void {

@@ -101,7 +101,11 @@ export class UsageRepo {
       params[name] = value;
     };
     if (filter.accountId !== undefined) add('account_id = @accountId', 'accountId', filter.accountId);
-    if (filter.apiKeyId !== undefined) add('api_key_id = @apiKeyId', 'apiKeyId', filter.apiKeyId);
+    if (filter.apiKeyId !== undefined) {
+      add('api_key_id = @apiKeyId', 'apiKeyId', filter.apiKeyId);
+      // The key's account, so that the account index narrows the walk (there is no key index).
+      if (filter.accountId === undefined) where.push('account_id = (SELECT account_id FROM api_keys WHERE id = @apiKeyId)');
+    }
     if (filter.model !== undefined) add('model = @model', 'model', filter.model);
     if (filter.since !== undefined) add('created_at >= @since', 'since', filter.since);
     if (filter.until !== undefined) add('created_at < @until', 'until', filter.until);

@@ -131,8 +131,8 @@ export async function startSimulator(key = 'sim-key'): Promise<Proc & { key: str
 }
 
 /** The bare pass-through proxy (floor-proxy.ts) in front of the simulator. */
-export async function startFloor(simUrl: string, simKey: string): Promise<Proc> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/bench/floor-proxy.ts', '--upstream', simUrl, '--key', simKey], {
+export async function startFloor(simUrl: string, simKey: string, nodeArgs: string[] = []): Promise<Proc> {
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'test/bench/floor-proxy.ts', '--upstream', simUrl, '--key', simKey], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: cleanEnv(),

@@ -119,3 +119,46 @@ t.test('accounts: emails are unique regardless of case', async (t) => {
   t.throws(() => seedAccount(store, 'acc_2', 'A@EXAMPLE.COM'), { code: 'SQLITE_CONSTRAINT_UNIQUE' });
   t.equal(store.accounts.byEmail('A@Example.com')?.id, 'acc_1');
 });
+
+t.test('funds: balance and key budget in one read; only the account\'s own key counts', async (t) => {
+  const store = Store.open(':memory:');
+  t.teardown(() => store.close());
+  seedAccount(store);
+  seedAccount(store, 'acc_2', 'b@example.com');
+  store.apiKeys.insert({ id: 'key_1', accountId: 'acc_1', name: 'k', keyHash: 'a'.repeat(64), maskedKey: 'sk-…', budgetMicros: 5_000_000, expiresAt: null, now: 1 });
+  store.apiKeys.insert({ id: 'key_2', accountId: 'acc_2', name: 'k', keyHash: 'b'.repeat(64), maskedKey: 'sk-…', expiresAt: null, now: 1 });
+  store.ledger.credit('topup', { accountId: 'acc_1', amountMicros: 9_000_000, now: 2 });
+  store.ledger.charge({ accountId: 'acc_1', amountMicros: 1_500_000, requestId: 'req_a', apiKeyId: 'key_1', now: 3 });
+  t.same(store.funds('acc_1', 'key_1'), { balanceMicros: 7_500_000, key: { budgetMicros: 5_000_000, spentMicros: 1_500_000 } });
+  t.same(store.funds('acc_2', 'key_2'), { balanceMicros: 0, key: { budgetMicros: null, spentMicros: 0 } }, 'no budget reads as null');
+  t.same(store.funds('acc_1', 'key_2'), { balanceMicros: 7_500_000, key: undefined }, 'another account\'s key is not read');
+  t.equal(store.funds('acc_nope', 'key_1'), undefined, 'an unknown account has no funds');
+});
+
+t.test('usage: filters by key without an index of their own', async (t) => {
+  const store = Store.open(':memory:');
+  t.teardown(() => store.close());
+  seedAccount(store);
+  seedAccount(store, 'acc_2', 'b@example.com');
+  store.apiKeys.insert({ id: 'key_1', accountId: 'acc_1', name: 'k1', keyHash: 'a'.repeat(64), maskedKey: 'sk-…', expiresAt: null, now: 1 });
+  store.apiKeys.insert({ id: 'key_3', accountId: 'acc_1', name: 'k3', keyHash: 'c'.repeat(64), maskedKey: 'sk-…', expiresAt: null, now: 1 });
+  store.apiKeys.insert({ id: 'key_2', accountId: 'acc_2', name: 'k2', keyHash: 'b'.repeat(64), maskedKey: 'sk-…', expiresAt: null, now: 1 });
+  const row = (n: number, accountId: string, apiKeyId: string, model = 'openai/gpt-4o-mini') => ({
+    requestId: `req_${n}`, accountId, apiKeyId, model, provider: 'openai', endpoint: 'chat.completions', stream: false,
+    inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costMicros: 1, status: 200, errorType: null, latencyMs: 1, createdAt: 1000 + n,
+  });
+  store.transaction(() => {
+    for (let n = 0; n < 30; n++) store.usage.insert(row(n, n % 3 === 2 ? 'acc_2' : 'acc_1', n % 3 === 0 ? 'key_1' : n % 3 === 1 ? 'key_3' : 'key_2', n % 2 ? 'anthropic/claude-haiku-4-5' : 'openai/gpt-4o-mini'));
+  });
+  const ids = (rows: { requestId: string }[]) => rows.map((r) => Number(r.requestId.slice(4)));
+  t.same(ids(store.usage.list({ apiKeyId: 'key_1', limit: 100 })), [27, 24, 21, 18, 15, 12, 9, 6, 3, 0], 'by key alone, newest first');
+  t.same(ids(store.usage.list({ apiKeyId: 'key_1', accountId: 'acc_1', limit: 3 })), [27, 24, 21], 'by key and account');
+  t.same(store.usage.list({ apiKeyId: 'key_1', accountId: 'acc_2', limit: 100 }), [], 'a key and another account match nothing');
+  t.same(store.usage.list({ apiKeyId: 'key_nope', limit: 100 }), [], 'an unknown key matches nothing');
+  t.same(ids(store.usage.list({ model: 'openai/gpt-4o-mini', apiKeyId: 'key_2', limit: 100 })), [26, 20, 14, 8, 2], 'by model and key');
+  t.same(ids(store.usage.list({ apiKeyId: 'key_3', since: 1010, until: 1020, limit: 100 })), [19, 16, 13, 10], 'by key and time');
+  const plan = store.db.prepare("EXPLAIN QUERY PLAN SELECT * FROM usage WHERE api_key_id = 'key_1' AND account_id = (SELECT account_id FROM api_keys WHERE id = 'key_1') ORDER BY id DESC LIMIT 5").all() as { detail: string }[];
+  t.ok(plan.some((step) => /usage_by_account/.test(step.detail)), `the key filter walks the account index (${plan.map((s) => s.detail).join('; ')})`);
+  const indexes = (store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'usage' AND sql IS NOT NULL").all() as { name: string }[]).map((r) => r.name).sort();
+  t.same(indexes, ['usage_by_account', 'usage_by_time'], 'migration 2 dropped the per-key and per-model indexes');
+});

@@ -4,8 +4,7 @@ import type { HoldRef, HoldStore } from '../limits/holds.js';
 import type { RateDecision, RateLimiter } from '../limits/rate-limit.js';
 import { formatInrDisplay } from '../money.js';
 import { affordableOutputTokens, worstCaseMicros } from '../pricing.js';
-import type { KeyRecord } from '../../store/keys.js';
-import type { Store } from '../../store/store.js';
+import type { Funds, Store } from '../../store/store.js';
 
 export interface AdmissionInput {
   requestId: string;
@@ -82,9 +81,9 @@ export class Admitter {
       hold.amountMicros = worstCaseMicros(input.model.pricing, input.promptTokens, maxTokens);
       const totals = await this.holds.acquire(hold);
       // Read after the hold is taken (see holds.ts): one read of each, fresh from the store.
-      const account = this.store.accounts.byId(input.accountId);
-      const key = this.store.apiKeys.byId(input.apiKeyId);
-      const balance = account?.balanceMicros ?? 0;
+      const funds = this.store.funds(input.accountId, input.apiKeyId);
+      const key = funds?.key;
+      const balance = funds?.balanceMicros ?? 0;
       const refusal = emptyOrExhausted(balance, key);
       if (refusal) {
         await this.holds.release(hold);
@@ -113,7 +112,7 @@ export class Admitter {
             status: 402,
             type: 'insufficient_credits',
             code: 'insufficient_credits',
-            message: `insufficient credits: the wallet balance is ${formatInrDisplay(account?.balanceMicros ?? 0)}${others.account > 0 ? ` with ${formatInrDisplay(others.account)} held by calls in progress` : ''}, which ${coverage(affordable, input)}; top up the wallet`,
+            message: `insufficient credits: the wallet balance is ${formatInrDisplay(balance)}${others.account > 0 ? ` with ${formatInrDisplay(others.account)} held by calls in progress` : ''}, which ${coverage(affordable, input)}; top up the wallet`,
           });
     }
     throw new Error('unreachable');
@@ -121,7 +120,7 @@ export class Admitter {
 }
 
 /** An empty wallet pays for nothing, not even a free model's call; a key past its budget neither. */
-function emptyOrExhausted(balance: number, key: KeyRecord | undefined): GatewayError | undefined {
+function emptyOrExhausted(balance: number, key: Funds['key']): GatewayError | undefined {
   if (key && key.budgetMicros !== null && key.spentMicros >= key.budgetMicros) {
     return new GatewayError({
       status: 402,

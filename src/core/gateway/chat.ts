@@ -6,6 +6,7 @@ import { upstreamHttpError, upstreamMalformed } from '../../providers/shared/err
 import { SseParser } from '../../providers/shared/sse-parser.js';
 import { classifyUpstreamError, type UpstreamClient, type UpstreamResponse } from '../../providers/shared/upstream.js';
 import type { ProviderFamily, TranslationContext, UpstreamRequest } from '../../providers/types.js';
+import type { CallSignal } from '../abort.js';
 import type { ChatRequest, ChatResult, GatewayStreamEvent, StreamPart, Usage } from '../canonical.js';
 import type { Catalog } from '../catalog.js';
 import { CallAborted, GatewayError, isGatewayError } from '../errors.js';
@@ -33,7 +34,7 @@ export interface CallContext {
   apiKeyId: string;
   rateLimit: number;
   /** Aborted when the client goes away. */
-  signal: AbortSignal;
+  signal: CallSignal;
   startedAt: number;
 }
 
@@ -225,7 +226,7 @@ export class ChatService {
     let request: ChatRequest = { ...rest, model: model.id, upstreamModel: model.upstreamModel, maxTokens: admission.maxTokens };
     try {
       // After admission, so a refused call makes the gateway fetch nothing.
-      if (!family.fetchesImageUrls) request = { ...request, messages: await inlineRemoteImages(request.messages, ctx.signal) };
+      if (!family.fetchesImageUrls) request = { ...request, messages: await inlineRemoteImages(request.messages, ctx.signal.toAbortSignal()) };
     } catch (error) {
       await this.settleFailure({ model, request, admission }, ctx, error);
       throw error;

@@ -1,5 +1,6 @@
 import { Agent, request, type Dispatcher } from 'undici';
 import type { ProviderConfig } from '../../config/types.js';
+import type { CallSignal } from '../../core/abort.js';
 import { CallAborted, type GatewayError } from '../../core/errors.js';
 import type { UpstreamRequest } from '../types.js';
 import { upstreamBroken, upstreamTimeout } from './errors.js';
@@ -18,7 +19,7 @@ export interface UpstreamResponse {
 export class UpstreamClient {
   private readonly agents = new Map<string, Agent>();
 
-  async send(provider: ProviderConfig, call: UpstreamRequest, signal: AbortSignal): Promise<UpstreamResponse> {
+  async send(provider: ProviderConfig, call: UpstreamRequest, signal: CallSignal): Promise<UpstreamResponse> {
     try {
       const response = await request(call.url, {
         method: 'POST',
@@ -57,7 +58,7 @@ export class UpstreamClient {
 }
 
 /** An exception from undici (sending, or reading the body) as the error the client should see. */
-export function classifyUpstreamError(provider: string, error: unknown, signal: AbortSignal, waitingFor: string): GatewayError | CallAborted {
+export function classifyUpstreamError(provider: string, error: unknown, signal: { readonly aborted: boolean }, waitingFor: string): GatewayError | CallAborted {
   if (signal.aborted) return new CallAborted('client disconnected');
   const code = (error as { code?: string }).code;
   switch (code) {
