@@ -36,6 +36,7 @@ export interface App {
   readonly limiter: RateLimiter;
   readonly holds: HoldStore;
   readonly upstream: UpstreamClient;
+  readonly settlement: Settlement;
   readonly chat: ChatService;
 }
 
@@ -77,7 +78,8 @@ export function createApp(config: GatewayConfig, store: Store, redis: Redis | un
   const usage = new UsageService(store);
   const catalog = new Catalog(config.models);
   const upstream = new UpstreamClient();
-  const chat = new ChatService(config, catalog, new Admitter(store, limiter, holds), new Settlement(store, holds, usage, logger), upstream, logger);
+  const settlement = new Settlement(store, holds, usage, logger, { applyDelayMs: config.database.billingBatchMs });
+  const chat = new ChatService(config, catalog, new Admitter(store, limiter, holds), settlement, upstream, logger);
   return {
     config,
     logger,
@@ -94,6 +96,7 @@ export function createApp(config: GatewayConfig, store: Store, redis: Redis | un
     limiter,
     holds,
     upstream,
+    settlement,
     chat,
   };
 }

@@ -54,6 +54,8 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   }
 
   const app = createApp(config, store, redis, logger);
+  // Calls a stopped run settled but did not get into the ledger, before any new call.
+  app.settlement.recoverOrphans();
   if (app.holds instanceof RedisHoldStore) {
     const cleared = await app.holds.clearStale().catch(() => 0);
     if (cleared > 0) logger.warn({ cleared }, 'dropped wallet holds left by this daemon\'s previous run');
@@ -95,6 +97,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
         await closed;
       }
       flushLastUsed(app);
+      await app.settlement.close();
       app.holds.close();
       await app.upstream.close();
       if (redis) await redis.quit().catch(() => redis?.disconnect());

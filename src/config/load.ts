@@ -102,7 +102,7 @@ export function buildConfig(userRaw: unknown, options: BuildOptions): GatewayCon
   problems.lines.push(...topProblems.lines);
 
   const server = readSection(raw.server, 'server', ['host', 'port', 'max_body_size', 'shutdown_timeout', 'trust_proxy'], problems);
-  const database = readSection(raw.database, 'database', ['path', 'busy_timeout'], problems);
+  const database = readSection(raw.database, 'database', ['path', 'busy_timeout', 'billing_batch_window'], problems);
   const redis = readSection(raw.redis, 'redis', ['url', 'key_prefix'], problems);
   const auth = readSection(raw.auth, 'auth', ['jwt_secret', 'session_ttl', 'bcrypt_rounds', 'allow_signup', 'cookie_secure', 'login'], problems);
   const login = readSection(auth.login, 'auth.login', ['max_failures', 'window'], problems);
@@ -128,6 +128,7 @@ export function buildConfig(userRaw: unknown, options: BuildOptions): GatewayCon
     database: {
       path: dbPath === ':memory:' ? dbPath : resolve(options.baseDir, dbPath),
       busyTimeoutMs: readDuration(database, 'busy_timeout', 'database', problems, 5000, 0),
+      billingBatchMs: readBillingBatch(database, problems),
     },
     auth: {
       sessionTtlSeconds: Math.floor(readDuration(auth, 'session_ttl', 'auth', problems, 7 * 86_400_000, 60_000) / 1000),
@@ -150,6 +151,15 @@ export function buildConfig(userRaw: unknown, options: BuildOptions): GatewayCon
   }
   if (problems.lines.length > 0) throw new ConfigError(options.source, problems.lines);
   return deepFreeze(config);
+}
+
+function readBillingBatch(database: Raw, problems: Problems): number {
+  const ms = readDuration(database, 'billing_batch_window', 'database', problems, 20, 1);
+  if (ms > 5000) {
+    problems.add('database.billing_batch_window', 'must be at most 5s (calls stay held against their wallets until their batch is written)');
+    return 20;
+  }
+  return ms;
 }
 
 /** Sections merge field by field over the defaults; providers by name; models are kept for the catalog merge. */

@@ -74,7 +74,12 @@ export interface GatewayConfig {
     /** Trust `x-forwarded-for` for the client address (only behind a proxy you run). */
     trustProxy: boolean;
   };
-  database: { path: string; busyTimeoutMs: number };
+  database: {
+    path: string;
+    busyTimeoutMs: number;
+    /** How long settled calls wait to be written to the ledger together (settlement.ts). */
+    billingBatchMs: number;
+  };
   redis?: { url: string; keyPrefix: string };
   auth: {
     /** Absent: generated once and kept next to the database. */

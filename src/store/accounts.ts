@@ -1,3 +1,4 @@
+import type { ReadBarrier } from './barrier.js';
 import type { Db } from './db.js';
 
 export type Role = 'admin' | 'user';
@@ -42,7 +43,10 @@ export class AccountsRepo {
   private readonly listStmt;
   private readonly countAdminsStmt;
 
-  constructor(db: Db) {
+  constructor(
+    db: Db,
+    private readonly barrier?: ReadBarrier,
+  ) {
     this.insertStmt = db.prepare(
       `INSERT INTO accounts (id, email, name, password_hash, role, balance_micros, created_at, updated_at)
        VALUES (@id, @email, @name, @password_hash, @role, 0, @now, @now)`,
@@ -60,16 +64,19 @@ export class AccountsRepo {
   }
 
   byId(id: string): Account | undefined {
+    this.barrier?.pass();
     const row = this.byIdStmt.get(id) as AccountRow | undefined;
     return row && toAccount(row);
   }
 
   byEmail(email: string): Account | undefined {
+    this.barrier?.pass();
     const row = this.byEmailStmt.get(email) as AccountRow | undefined;
     return row && toAccount(row);
   }
 
   list(limit: number, offset: number): Account[] {
+    this.barrier?.pass();
     return (this.listStmt.all(limit, offset) as AccountRow[]).map(toAccount);
   }
 

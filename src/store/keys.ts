@@ -1,4 +1,5 @@
 import type { KeyKind } from '../core/keys.js';
+import type { ReadBarrier } from './barrier.js';
 import type { Db } from './db.js';
 
 /**
@@ -73,6 +74,7 @@ export class KeysRepo {
   constructor(
     private readonly db: Db,
     readonly kind: KeyKind,
+    private readonly barrier?: ReadBarrier,
   ) {
     this.table = TABLE[kind];
     const cols = COLUMNS[kind];
@@ -111,7 +113,9 @@ export class KeysRepo {
     return this.byId(key.id) as KeyRecord;
   }
 
+  /** Passes the read barrier: `spentMicros` includes calls settled but not yet applied. */
   byId(id: string): KeyRecord | undefined {
+    this.barrier?.pass();
     const row = this.byIdStmt.get(id) as KeyRow | undefined;
     return row && this.toRecord(row);
   }
@@ -122,10 +126,12 @@ export class KeysRepo {
   }
 
   listByAccount(accountId: string): KeyRecord[] {
+    this.barrier?.pass();
     return (this.byAccountStmt.all(accountId) as KeyRow[]).map((row) => this.toRecord(row));
   }
 
   update(id: string, changes: KeyChanges): KeyRecord | undefined {
+    this.barrier?.pass();
     const sets: string[] = [];
     const params: Record<string, unknown> = { id };
     if (changes.name !== undefined) {

@@ -1,3 +1,4 @@
+import type { ReadBarrier } from './barrier.js';
 import type { Db } from './db.js';
 
 export type LedgerKind = 'topup' | 'charge' | 'refund';
@@ -79,7 +80,10 @@ export class LedgerRepo {
   private readonly spendStmt;
   private readonly chargeTx;
 
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    private readonly barrier?: ReadBarrier,
+  ) {
     this.insertStmt = db.prepare(
       `INSERT INTO ledger (account_id, kind, amount_micros, balance_after_micros, reference, request_id, api_key_id, note, created_by, created_at)
        VALUES (@account_id, @kind, @amount, @balance_after, @reference, @request_id, @api_key_id, @note, @created_by, @now)`,
@@ -103,6 +107,8 @@ export class LedgerRepo {
    */
   credit(kind: 'topup' | 'refund', input: CreditInput): { entry: LedgerEntry; replayed: boolean } {
     if (!Number.isSafeInteger(input.amountMicros) || input.amountMicros <= 0) throw new RangeError('credit amount must be a positive integer of µINR');
+    // Calls settled before this credit go into the ledger before it.
+    this.barrier?.pass();
     return this.db.transaction(() => {
       if (input.reference) {
         const existing = this.byReferenceStmt.get(input.accountId, kind, input.reference) as LedgerRow | undefined;
@@ -157,18 +163,21 @@ export class LedgerRepo {
   }
 
   byReference(accountId: string, kind: LedgerKind, reference: string): LedgerEntry | undefined {
+    this.barrier?.pass();
     const row = this.byReferenceStmt.get(accountId, kind, reference) as LedgerRow | undefined;
     return row && toEntry(row);
   }
 
   /** Newest first; `before` is an entry id for paging. */
   list(accountId: string, limit: number, before?: number): LedgerEntry[] {
+    this.barrier?.pass();
     const rows = before === undefined ? this.listStmt.all(accountId, limit) : this.listBeforeStmt.all(accountId, before, limit);
     return (rows as LedgerRow[]).map(toEntry);
   }
 
   /** Sum of the account's ledger, for consistency checks against the stored balance. */
   sum(accountId: string): number {
+    this.barrier?.pass();
     return (this.sumStmt.get(accountId) as { total: number }).total;
   }
 

@@ -1,4 +1,5 @@
 import { AccountsRepo } from './accounts.js';
+import { ReadBarrier } from './barrier.js';
 import { Checkpointer } from './checkpointer.js';
 import { openDatabase, type Db, type OpenOptions } from './db.js';
 import { KeysRepo } from './keys.js';
@@ -17,6 +18,8 @@ export class Store {
   readonly managementKeys: KeysRepo;
   readonly ledger: LedgerRepo;
   readonly usage: UsageRepo;
+  /** Passed by the reads that show money; settlement registers its pending calls here. */
+  readonly barrier: ReadBarrier;
   /** Present for a database file opened with Store.open. */
   checkpointer: Checkpointer | undefined;
 
@@ -24,20 +27,25 @@ export class Store {
   private readonly runInTransaction;
   private readonly fundsStmt;
 
-  constructor(readonly db: Db) {
+  /** @param path the database file (':memory:' for none), for files kept beside it. */
+  constructor(
+    readonly db: Db,
+    readonly path = ':memory:',
+  ) {
     this.runInTransaction = db.transaction((fn: () => unknown) => fn());
     this.fundsStmt = db
       .prepare('SELECT a.balance_micros, k.budget_micros, k.spent_micros FROM accounts a LEFT JOIN api_keys k ON k.id = ? AND k.account_id = a.id WHERE a.id = ?')
       .raw();
-    this.accounts = new AccountsRepo(db);
-    this.apiKeys = new KeysRepo(db, 'api');
+    this.barrier = new ReadBarrier(db);
+    this.accounts = new AccountsRepo(db, this.barrier);
+    this.apiKeys = new KeysRepo(db, 'api', this.barrier);
     this.managementKeys = new KeysRepo(db, 'management');
-    this.ledger = new LedgerRepo(db);
-    this.usage = new UsageRepo(db);
+    this.ledger = new LedgerRepo(db, this.barrier);
+    this.usage = new UsageRepo(db, this.barrier);
   }
 
   static open(path: string, options: OpenOptions & { onCheckpointError?: (message: string) => void } = {}): Store {
-    const store = new Store(openDatabase(path, options));
+    const store = new Store(openDatabase(path, options), path);
     store.checkpointer = new Checkpointer(store.db, path, options.busyTimeoutMs ?? 5000, options.onCheckpointError ?? (() => {}));
     return store;
   }

@@ -1,3 +1,4 @@
+import type { ReadBarrier } from './barrier.js';
 import type { Db } from './db.js';
 
 export interface UsageRecord {
@@ -78,7 +79,10 @@ export interface UsageFilter {
 export class UsageRepo {
   private readonly insertStmt;
 
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    private readonly barrier?: ReadBarrier,
+  ) {
     this.insertStmt = db.prepare(
       `INSERT INTO usage (request_id, account_id, api_key_id, model, provider, endpoint, stream, input_tokens, output_tokens,
          cache_read_tokens, cache_write_tokens, cost_micros, status, error_type, latency_ms, created_at)
@@ -94,6 +98,7 @@ export class UsageRepo {
 
   /** Newest first. */
   list(filter: UsageFilter): UsageRecord[] {
+    this.barrier?.pass();
     const where: string[] = [];
     const params: Record<string, unknown> = { limit: filter.limit };
     const add = (clause: string, name: string, value: unknown): void => {

@@ -8,7 +8,7 @@ import type { UsageRecord } from '../../src/store/usage.js';
 import { fundedKey, simulatedProviders, startTestGateway, testConfig, type FundedKey, type TestGateway } from '../support/gateway.js';
 import { REDIS_URL, redisSkipReason } from '../support/redis.js';
 import { ProviderSimulator } from '../support/simulator/server.js';
-import { balanceMicros, ceilMillion, charges, header, inr, noHolds, usageRow } from '../support/e2e.js';
+import { balanceMicros, ceilMillion, charges, drainAll, header, inr, noHolds, usageRow } from '../support/e2e.js';
 
 /**
  * End-to-end billing of /v1/chat/completions: exact µINR costs, ledger and usage rows,
@@ -513,6 +513,8 @@ t.test('two daemons sharing Redis: one rate limit', { skip: redisSkipReason() },
     t.equal(res.json?.error?.code, 'rate_limit_exceeded');
     t.ok(Number(header(res, 'retry-after')) >= 1);
   }
+  // Each daemon applies the calls it settled in its own batches; a read sees both once both are in.
+  drainAll(a, b);
   t.equal(charges(a, funded.accountId).length, 6, 'six charges in the shared ledger');
   await noHolds(t, a, funded);
   await noHolds(t, b, funded);
@@ -531,6 +533,7 @@ t.test('two daemons sharing Redis: a reused x-request-id does not escape the rat
   // Regression: the Redis window stored admissions by the client's id, so reused ids counted once.
   t.same(statuses.slice(2), [429, 429], `calls 3 and 4 are rate limited (statuses ${statuses.join(', ')})`);
   t.ok(sim.requests.length - before <= 2, `at most 2 calls reached the provider (${sim.requests.length - before})`);
+  drainAll(a, b);
   await noHolds(t, a, funded);
 });
 
@@ -554,6 +557,7 @@ t.test('two daemons sharing Redis: concurrent calls never overspend one wallet',
   const fromB = ok.filter((r) => results.indexOf(r) % 2 === 1).length;
   t.ok(fromB > 0 && fromB < ok.length, `both daemons served calls (B: ${fromB} of ${ok.length})`);
 
+  drainAll(a, b);
   const final = balanceMicros(a, funded.accountId);
   t.equal(balanceMicros(b, funded.accountId), final, 'both daemons read the same balance');
   const list = charges(a, funded.accountId);
@@ -570,6 +574,7 @@ t.test('no hold outlives its call on the main daemon', async (t) => {
   // Every account this file used: all holds released after successes, 402s, 429s.
   for (const account of gw.app.store.accounts.list(1000, 0)) {
     for (const key of gw.app.store.apiKeys.listByAccount(account.id)) {
+      gw.app.settlement.drain();
       t.same(await gw.app.holds.held(account.id, key.id), { accountHeldMicros: 0, keyHeldMicros: 0 }, `no hold on ${key.id}`);
     }
   }

@@ -364,6 +364,7 @@ t.test('a provider whose api_key variable is unset: 503 naming the variable', as
     t.match(res.json.error.message, /SIM_UNSET_KEY_VAR/, 'the message names the variable');
   }
   t.equal(sim.requests.length, before, 'nothing reached the simulator');
+  unsetGw.app.settlement.drain();
   t.same(await unsetGw.app.holds.held(key.accountId, key.keyId), { accountHeldMicros: 0, keyHeldMicros: 0 }, 'no hold left');
   t.equal(unsetGw.app.store.ledger.list(key.accountId, 100).filter((e) => e.kind === 'charge').length, 0, 'no charge');
 });

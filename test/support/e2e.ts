@@ -46,6 +46,12 @@ export function balanceMicros(gw: RunningGateway, accountId: string): number {
   return gw.app.store.accounts.byId(accountId)?.balanceMicros ?? Number.NaN;
 }
 
+/** Applies what each daemon settled to the shared ledger (each does so in its own batches). */
+export function drainAll(...gateways: RunningGateway[]): void {
+  for (const gw of gateways) gw.app.settlement.drain();
+}
+
 export async function noHolds(test: Tap, gw: RunningGateway, funded: FundedKey): Promise<void> {
+  gw.app.settlement.drain(); // a hold lasts until its call's charge is in the ledger
   test.same(await gw.app.holds.held(funded.accountId, funded.keyId), { accountHeldMicros: 0, keyHeldMicros: 0 }, 'no hold outlives its call');
 }

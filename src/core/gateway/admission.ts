@@ -76,7 +76,10 @@ export class Admitter {
     const hold: HoldRef = { id: input.requestId, accountId: input.accountId, keyId: input.apiKeyId, amountMicros: 0 };
 
     // At most twice: the worst case for the asked (or default) limit, then, when the client
-    // set no limit, the largest limit the money covers.
+    // set no limit, the largest limit the money covers. Before refusing, once: calls settled
+    // but not yet in the ledger are applied (their holds then go), and the check runs again,
+    // so that a 402 states the wallet as it is.
+    let drained = false;
     for (let attempt = 0; attempt < 2; attempt++) {
       hold.amountMicros = worstCaseMicros(input.model.pricing, input.promptTokens, maxTokens);
       const totals = await this.holds.acquire(hold);
@@ -87,6 +90,10 @@ export class Admitter {
       const refusal = emptyOrExhausted(balance, key);
       if (refusal) {
         await this.holds.release(hold);
+        if (!drained && (drained = this.store.barrier.pass())) {
+          attempt -= 1;
+          continue;
+        }
         throw refusal;
       }
       const others = { account: totals.accountHeldMicros - hold.amountMicros, key: totals.keyHeldMicros - hold.amountMicros };
@@ -95,6 +102,10 @@ export class Admitter {
       const free = Math.min(walletFree, keyFree);
       if (hold.amountMicros <= free) return { hold, maxTokens, rate };
       await this.holds.release(hold);
+      if (!drained && (drained = this.store.barrier.pass())) {
+        attempt -= 1;
+        continue;
+      }
 
       const affordable = Math.min(affordableOutputTokens(input.model.pricing, input.promptTokens, free), modelMax ?? Number.MAX_SAFE_INTEGER);
       if (input.requestedMaxTokens === undefined && affordable >= 1 && attempt === 0) {

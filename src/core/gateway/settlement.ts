@@ -4,6 +4,7 @@ import type { Usage } from '../canonical.js';
 import type { HoldRef, HoldStore } from '../limits/holds.js';
 import type { UsageService } from '../management/usage.js';
 import { costMicros } from '../pricing.js';
+import { BillingJournal, orphanJournals, removeJournal } from '../../store/billing-journal.js';
 import type { Store } from '../../store/store.js';
 import type { NewUsage, UsageRecord } from '../../store/usage.js';
 
@@ -23,45 +24,115 @@ export interface SettleInput {
   hold: HoldRef;
 }
 
-interface Pending {
+export interface SettledCall {
   costMicros: number;
   row: NewUsage;
-  resolve: (record: UsageRecord) => void;
+}
+
+export interface SettlementOptions {
+  /** How long a settled call may wait for its batch to be applied to the ledger. */
+  applyDelayMs?: number;
+  /** A batch this large is applied at once. */
+  maxBatch?: number;
+  /** How often to look for journals that stopped daemons left (0: only at start). */
+  orphanScanMs?: number;
+}
+
+interface Queued {
+  costMicros: number;
+  row: NewUsage;
+  hold: HoldRef;
+  resolve: () => void;
   reject: (error: unknown) => void;
 }
 
+/** Journaled (the client may have its answer), not yet in the ledger. */
+interface Pending {
+  costMicros: number;
+  row: NewUsage;
+  hold: HoldRef | undefined;
+}
+
+const RETRY_FIRST_MS = 100;
+const RETRY_MAX_MS = 5000;
+
 /**
- * Ends a call: the actual cost is charged and the usage row written in one SQLite
- * transaction, then the hold is released and the row published to live listeners. A charge
- * never exceeds the call's hold, so a wallet or key budget is never overspent even if a
- * provider reports more tokens than the bound the hold was computed from.
+ * Ends a call. Its charge is capped at its hold, so a wallet or key budget is never overspent
+ * even if a provider reports more tokens than the bound the hold was computed from.
  *
- * Group commit: the calls that end in the same turn of the event loop are written in one
- * transaction; if any row fails, the batch is retried call by call so that only that call
- * fails. The commit is most of a settlement's cost, and concurrent calls share it. Each
- * caller still waits for its own row to be committed before it answers.
+ * Two steps:
+ * 1. Settle, before the client gets its last bytes: the calls that end in the same turn of
+ *    the event loop are written to the billing journal in one write (store/billing-journal.ts),
+ *    and each call's hold is lowered to its cost. From here the call is billed: a crash
+ *    after this point is recovered from the journal.
+ * 2. Apply, in batches (every `applyDelayMs`, or at `maxBatch` calls): one SQLite transaction
+ *    writes the ledger charges (unique per request id), the balances, key spend and usage
+ *    rows; then the journal is emptied, the holds released and the rows published to live
+ *    listeners.
+ *
+ * Until its batch is applied a call's hold stays on the wallet and key, at the call's cost,
+ * so admission (balance minus holds) never sees more money than there is. A read that shows
+ * money in this process first applies what is pending (Store.barrier). One SQLite commit per
+ * call was most of a call's CPU in the gateway (benchmark, issue 5); a batch shares it.
+ *
+ * If the batch cannot be written (database busy past its timeout, disk full) it stays
+ * pending and in the journal, and is retried with backoff; its holds stay, so the wallets it
+ * charges cannot be spent meanwhile. A row refused for good (a broken constraint, an account
+ * that is gone) is logged in full and kept in the journal directory's rejected file.
  */
 export class Settlement {
-  private queue: Pending[] = [];
-  private scheduled = false;
+  private queue: Queued[] = [];
+  private flushScheduled = false;
+  private pending: Pending[] = [];
+  private applyTimer: NodeJS.Timeout | undefined;
+  private applyImmediate = false;
+  private retryMs = 0;
+  private readonly journal: BillingJournal | undefined;
+  private readonly orphanTimer: NodeJS.Timeout | undefined;
+  private readonly applyDelayMs: number;
+  private readonly maxBatch: number;
+  private closed = false;
 
   constructor(
     private readonly store: Store,
     private readonly holds: HoldStore,
     private readonly usage: UsageService,
     private readonly logger: Logger,
-  ) {}
+    options: SettlementOptions = {},
+  ) {
+    this.applyDelayMs = options.applyDelayMs ?? 20;
+    this.maxBatch = options.maxBatch ?? 256;
+    this.journal = BillingJournal.open(store.path);
+    store.barrier.set(() => this.drain());
+    const scanMs = options.orphanScanMs ?? 30_000;
+    if (this.journal && scanMs > 0) {
+      this.orphanTimer = setInterval(() => this.recoverOrphans(), scanMs);
+      this.orphanTimer.unref();
+    }
+  }
 
-  async settle(input: SettleInput): Promise<UsageRecord> {
+  /** Settled calls waiting for their batch (for readiness and tests). */
+  get backlog(): number {
+    return this.pending.length;
+  }
+
+  /** True while batches fail to apply (the database is busy or full). */
+  get failing(): boolean {
+    return this.retryMs > 0;
+  }
+
+  async settle(input: SettleInput): Promise<SettledCall> {
+    let cost: number;
+    let row: NewUsage;
     try {
       const usage = input.usage;
-      let cost = usage ? costMicros(input.model.pricing, usage) : 0;
+      cost = usage ? costMicros(input.model.pricing, usage) : 0;
       if (cost > input.hold.amountMicros) {
         this.logger.warn({ req_id: input.requestId, cost, hold: input.hold.amountMicros, model: input.model.id }, 'cost above the hold: charged the hold');
         cost = input.hold.amountMicros;
       }
       const now = Date.now();
-      const record = await this.commit(cost, {
+      row = {
         requestId: input.requestId,
         accountId: input.accountId,
         apiKeyId: input.apiKeyId,
@@ -78,48 +149,206 @@ export class Settlement {
         errorType: input.errorType ?? null,
         latencyMs: Math.max(0, now - input.startedAt),
         createdAt: now,
-      });
-      this.usage.publish(record);
-      return record;
-    } finally {
-      await this.holds.release(input.hold).catch((error: unknown) => this.logger.error({ err: error, req_id: input.requestId }, 'could not release a hold'));
+      };
+      await this.enqueue(cost, row, input.hold);
+    } catch (error) {
+      // Not billed: the hold goes now.
+      await this.holds.release(input.hold).catch((releaseError: unknown) => this.logger.error({ err: releaseError, req_id: input.requestId }, 'could not release a hold'));
+      throw error;
     }
+    return { costMicros: cost, row };
   }
 
-  private commit(costMicros: number, row: NewUsage): Promise<UsageRecord> {
+  /** Applies every settled call to the ledger now (reads that show money call this first). */
+  drain(): boolean {
+    if (this.pending.length === 0) return false;
+    this.apply();
+    return true;
+  }
+
+  /**
+   * At start: applies what stopped daemons left in their journals, each call once. Also run
+   * every `orphanScanMs`, for daemons sharing the database that stopped without restarting.
+   */
+  recoverOrphans(): { applied: number; skipped: number; rejected: number } {
+    const totals = { applied: 0, skipped: 0, rejected: 0 };
+    for (const orphan of orphanJournals(this.store.path)) {
+      const counts = { applied: 0, skipped: 0, rejected: 0 };
+      for (const row of orphan.rows) {
+        try {
+          this.store.transaction(() => this.write(row.costMicros, row));
+          counts.applied += 1;
+        } catch (error) {
+          if (isUniqueViolation(error)) {
+            counts.skipped += 1; // applied before the daemon stopped
+          } else if (isTransient(error)) {
+            this.logger.error({ err: error, path: orphan.path }, 'could not apply a stopped daemon\'s billing journal now; it is kept for the next scan');
+            return totals;
+          } else {
+            counts.rejected += 1;
+            this.journal?.reject([row]);
+            this.logger.error({ err: error, call: row }, 'the ledger refused a settled call from a stopped daemon\'s journal; it is kept in the rejected file');
+          }
+        }
+      }
+      removeJournal(orphan.path);
+      totals.applied += counts.applied;
+      totals.skipped += counts.skipped;
+      totals.rejected += counts.rejected;
+      const level = counts.applied > 0 || counts.rejected > 0 || orphan.unreadable > 0 ? 'warn' : 'info';
+      this.logger[level]({ path: orphan.path, ...counts, unreadable_lines: orphan.unreadable }, 'applied the billing journal a stopped daemon left');
+    }
+    if (totals.applied > 0) this.store.checkpointer?.wrote();
+    return totals;
+  }
+
+  /** At a clean stop (no calls in flight): applies everything and removes the journal. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.orphanTimer) clearInterval(this.orphanTimer);
+    if (this.queue.length > 0) this.flush();
+    this.drain();
+    if (this.applyTimer) clearTimeout(this.applyTimer);
+    this.applyTimer = undefined;
+    this.store.barrier.set(undefined);
+    if (this.pending.length > 0) {
+      this.logger.error({ calls: this.pending.length }, 'stopping with settled calls the database did not take; they stay in the billing journal for the next start');
+    }
+    this.journal?.close();
+  }
+
+  private enqueue(costMicros: number, row: NewUsage, hold: HoldRef): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('settlement is closed'));
     return new Promise((resolve, reject) => {
-      this.queue.push({ costMicros, row, resolve, reject });
-      if (!this.scheduled) {
-        this.scheduled = true;
+      this.queue.push({ costMicros, row, hold, resolve, reject });
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
         setImmediate(() => this.flush());
       }
     });
   }
 
+  /** Step 1 for the calls of this turn: one journal write, holds lowered, callers resumed. */
   private flush(): void {
-    this.scheduled = false;
+    this.flushScheduled = false;
     const batch = this.queue;
     this.queue = [];
-    let records: UsageRecord[] | undefined;
+    if (batch.length === 0) return;
     try {
-      records = this.store.transaction(() => batch.map((pending) => this.write(pending)));
-    } catch {
-      // Something in the batch failed and the whole transaction rolled back: write each call
-      // on its own, so one bad row fails only its call (and a failed commit fails them all).
-      for (const pending of batch) {
-        try {
-          pending.resolve(this.store.transaction(() => this.write(pending)));
-        } catch (error) {
-          pending.reject(error);
-        }
-      }
+      this.journal?.append(batch.map((queued) => queued.row));
+    } catch (error) {
+      this.logger.error({ err: error, calls: batch.length }, 'could not write the billing journal');
+      for (const queued of batch) queued.reject(error);
+      return;
     }
-    this.store.checkpointer?.wrote();
-    if (records) batch.forEach((pending, index) => pending.resolve(records[index] as UsageRecord));
+    for (const queued of batch) this.pending.push({ costMicros: queued.costMicros, row: queued.row, hold: queued.hold });
+    this.holds
+      .shrink(batch.map((queued) => ({ hold: queued.hold, amountMicros: queued.costMicros })))
+      .catch((error: unknown) => this.logger.warn({ err: error }, 'could not lower holds to their costs (they stay at the worst case until released)'));
+    for (const queued of batch) queued.resolve();
+    this.scheduleApply();
   }
 
-  private write({ costMicros, row }: Pending): UsageRecord {
-    if (costMicros > 0) this.store.ledger.chargeInTransaction({ accountId: row.accountId, amountMicros: costMicros, requestId: row.requestId, apiKeyId: row.apiKeyId, now: row.createdAt });
+  private scheduleApply(): void {
+    if (this.pending.length === 0 || this.retryMs > 0) return;
+    if (this.pending.length >= this.maxBatch) {
+      if (!this.applyImmediate) {
+        this.applyImmediate = true;
+        setImmediate(() => {
+          this.applyImmediate = false;
+          this.apply();
+        });
+      }
+      return;
+    }
+    if (!this.applyTimer) {
+      this.applyTimer = setTimeout(() => this.apply(), this.applyDelayMs);
+      this.applyTimer.unref();
+    }
+  }
+
+  /** Step 2: the pending calls into SQLite, in one transaction when all goes well. */
+  private apply(): void {
+    if (this.applyTimer) clearTimeout(this.applyTimer);
+    this.applyTimer = undefined;
+    const batch = this.pending;
+    this.pending = [];
+    if (batch.length === 0) return;
+    const records: UsageRecord[] = [];
+    const done: Pending[] = [];
+    const rejected: Pending[] = [];
+    try {
+      this.store.transaction(() => {
+        for (const entry of batch) records.push(this.write(entry.costMicros, entry.row));
+      });
+      done.push(...batch);
+    } catch (error) {
+      records.length = 0;
+      if (isTransient(error)) {
+        // The database did not take the batch (busy, full, I/O): all of it waits for a retry.
+        this.pending = batch.concat(this.pending);
+        this.retryLater(error);
+        return;
+      }
+      // A row was refused: write the calls one by one, so only that one is set aside.
+      for (const entry of batch) {
+        try {
+          records.push(this.store.transaction(() => this.write(entry.costMicros, entry.row)));
+          done.push(entry);
+        } catch (rowError) {
+          if (isUniqueViolation(rowError)) {
+            done.push(entry); // already in the ledger
+          } else if (isTransient(rowError)) {
+            this.pending.push(entry);
+          } else {
+            rejected.push(entry);
+            this.logger.error({ err: rowError, call: entry.row }, 'the ledger refused a settled call; it is kept in the billing journal directory\'s rejected file');
+          }
+        }
+      }
+      if (rejected.length > 0) this.journal?.reject(rejected.map((entry) => entry.row));
+    }
+    this.store.checkpointer?.wrote();
+    if (this.pending.length === 0) {
+      this.retryMs = 0;
+      try {
+        this.journal?.clear();
+      } catch (error) {
+        // The lines stay: a replay skips what is applied.
+        this.logger.warn({ err: error }, 'could not empty the billing journal');
+      }
+    } else {
+      this.retryLater(new Error('some settled calls could not be written'));
+    }
+    const finished = [...done, ...rejected].flatMap((entry) => (entry.hold ? [entry.hold] : []));
+    if (finished.length > 0) {
+      this.holds.releaseAll(finished).catch((error: unknown) => this.logger.error({ err: error }, 'could not release holds'));
+    }
+    for (const record of records) this.usage.publish(record);
+  }
+
+  private retryLater(error: unknown): void {
+    this.retryMs = this.retryMs === 0 ? RETRY_FIRST_MS : Math.min(RETRY_MAX_MS, this.retryMs * 2);
+    this.logger.error({ err: error, calls: this.pending.length, retry_ms: this.retryMs }, 'could not apply settled calls to the ledger; retrying (their holds stay)');
+    if (this.applyTimer) clearTimeout(this.applyTimer);
+    this.applyTimer = setTimeout(() => this.apply(), this.retryMs);
+    this.applyTimer.unref();
+  }
+
+  private write(cost: number, row: NewUsage): UsageRecord {
+    if (cost > 0) this.store.ledger.chargeInTransaction({ accountId: row.accountId, amountMicros: cost, requestId: row.requestId, apiKeyId: row.apiKeyId, now: row.createdAt });
     return this.store.usage.insert(row);
   }
+}
+
+/** The database could not take a write now (locked past its timeout, full, I/O): worth a retry. */
+function isTransient(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && /^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|NOMEM|PROTOCOL|READONLY)/.test(code);
+}
+
+function isUniqueViolation(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
 }

@@ -16,6 +16,11 @@ export interface HoldRef {
   amountMicros: number;
 }
 
+export interface HoldChange {
+  hold: HoldRef;
+  amountMicros: number;
+}
+
 export interface HoldTotals {
   /** Sum of open holds on the account, this one included. */
   accountHeldMicros: number;
@@ -26,6 +31,13 @@ export interface HoldTotals {
 export interface HoldStore {
   acquire(hold: HoldRef): Promise<HoldTotals>;
   release(hold: HoldRef): Promise<void>;
+  /** Releases several holds at once (one round trip with Redis). */
+  releaseAll(holds: readonly HoldRef[]): Promise<void>;
+  /**
+   * Lowers open holds to what their calls were charged, while the charges are on their way to
+   * the ledger (each `amountMicros` at most its hold's). A hold already released stays released.
+   */
+  shrink(changes: readonly HoldChange[]): Promise<void>;
   /** Totals without taking a hold (for 402 messages). */
   held(accountId: string, keyId: string): Promise<HoldTotals>;
   close(): void;
@@ -47,9 +59,28 @@ export class MemoryHoldStore implements HoldStore {
   }
 
   async release(hold: HoldRef): Promise<void> {
+    this.releaseSync(hold);
+  }
+
+  /** Synchronous under the promise: the totals are lower as soon as this is called. */
+  async releaseAll(holds: readonly HoldRef[]): Promise<void> {
+    for (const hold of holds) this.releaseSync(hold);
+  }
+
+  private releaseSync(hold: HoldRef): void {
     if (!this.open.delete(hold.id)) return;
     add(this.byAccount, hold.accountId, -hold.amountMicros);
     add(this.byKey, hold.keyId, -hold.amountMicros);
+  }
+
+  async shrink(changes: readonly HoldChange[]): Promise<void> {
+    for (const { hold, amountMicros } of changes) {
+      if (!this.open.has(hold.id) || amountMicros >= hold.amountMicros) continue;
+      const delta = amountMicros - hold.amountMicros;
+      add(this.byAccount, hold.accountId, delta);
+      add(this.byKey, hold.keyId, delta);
+      hold.amountMicros = amountMicros;
+    }
   }
 
   async held(accountId: string, keyId: string): Promise<HoldTotals> {
@@ -107,6 +138,26 @@ redis.call('ZREM', KEYS[3], ARGV[2])
 return 1
 `;
 
+// Releases many holds. KEYS: leases. ARGV: per hold, account hash, key hash, hold id, lease member.
+const RELEASE_MANY = `
+for i = 1, #ARGV, 4 do
+  redis.call('HDEL', ARGV[i], ARGV[i + 2])
+  redis.call('HDEL', ARGV[i + 1], ARGV[i + 2])
+  redis.call('ZREM', KEYS[1], ARGV[i + 3])
+end
+return 1
+`;
+
+// Lowers open holds. ARGV: per hold, account hash, key hash, hold id, amount. A released
+// hold (field gone) is not written back.
+const SHRINK = `
+for i = 1, #ARGV, 4 do
+  if redis.call('HEXISTS', ARGV[i], ARGV[i + 2]) == 1 then redis.call('HSET', ARGV[i], ARGV[i + 2], ARGV[i + 3]) end
+  if redis.call('HEXISTS', ARGV[i + 1], ARGV[i + 2]) == 1 then redis.call('HSET', ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]) end
+end
+return 1
+`;
+
 const HELD = `${PURGE}
 purge(KEYS[3], ARGV[1], now)
 return {total(KEYS[1]), total(KEYS[2])}
@@ -147,7 +198,7 @@ export class RedisHoldStore implements HoldStore {
   private readonly mine = new Map<string, string>();
   private readonly timer: NodeJS.Timeout;
   private readonly leases: string;
-  private readonly scripts: Record<'acquire' | 'release' | 'held' | 'renew' | 'clear', RedisScript>;
+  private readonly scripts: Record<'acquire' | 'release' | 'releaseMany' | 'shrink' | 'held' | 'renew' | 'clear', RedisScript>;
 
   constructor(
     redis: Redis,
@@ -158,6 +209,8 @@ export class RedisHoldStore implements HoldStore {
     this.scripts = {
       acquire: defineScript(redis, 'gatewayHoldAcquire', 3, ACQUIRE),
       release: defineScript(redis, 'gatewayHoldRelease', 3, RELEASE),
+      releaseMany: defineScript(redis, 'gatewayHoldReleaseMany', 1, RELEASE_MANY),
+      shrink: defineScript(redis, 'gatewayHoldShrink', 0, SHRINK),
       held: defineScript(redis, 'gatewayHoldHeld', 3, HELD),
       renew: defineScript(redis, 'gatewayHoldRenew', 1, RENEW),
       clear: defineScript(redis, 'gatewayHoldClear', 1, CLEAR_INSTANCE),
@@ -183,6 +236,29 @@ export class RedisHoldStore implements HoldStore {
     if (member === undefined) return;
     this.mine.delete(hold.id);
     await this.scripts.release(...this.keys(hold.accountId, hold.keyId), hold.id, member);
+  }
+
+  async releaseAll(holds: readonly HoldRef[]): Promise<void> {
+    const args: string[] = [];
+    for (const hold of holds) {
+      const member = this.mine.get(hold.id);
+      if (member === undefined) continue;
+      this.mine.delete(hold.id);
+      const [account, key] = this.keys(hold.accountId, hold.keyId);
+      args.push(account, key, hold.id, member);
+    }
+    if (args.length > 0) await this.scripts.releaseMany(this.leases, ...args);
+  }
+
+  async shrink(changes: readonly HoldChange[]): Promise<void> {
+    const args: (string | number)[] = [];
+    for (const { hold, amountMicros } of changes) {
+      if (!this.mine.has(hold.id) || amountMicros >= hold.amountMicros) continue;
+      const [account, key] = this.keys(hold.accountId, hold.keyId);
+      args.push(account, key, hold.id, amountMicros);
+      hold.amountMicros = amountMicros;
+    }
+    if (args.length > 0) await this.scripts.shrink(...args);
   }
 
   async held(accountId: string, keyId: string): Promise<HoldTotals> {

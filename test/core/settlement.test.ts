@@ -1,0 +1,274 @@
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import pino from 'pino';
+import t from 'tap';
+import type { ModelConfig } from '../../src/config/types.js';
+import { Settlement, type SettleInput } from '../../src/core/gateway/settlement.js';
+import { MemoryHoldStore, type HoldRef } from '../../src/core/limits/holds.js';
+import { UsageService } from '../../src/core/management/usage.js';
+import { journalDir } from '../../src/store/billing-journal.js';
+import { Store } from '../../src/store/store.js';
+import type { NewUsage, UsageRecord } from '../../src/store/usage.js';
+import { tempDir } from '../support/gateway.js';
+
+// 1 µINR per input token, 2 per output token (prices are µINR per million tokens).
+const MODEL = {
+  id: 'openai/test-model',
+  provider: 'openai',
+  pricing: { inputPer1M: 1_000_000, outputPer1M: 2_000_000 },
+} as unknown as ModelConfig;
+
+const silent = pino({ level: 'silent' });
+
+type Tap = Parameters<Parameters<typeof t.test>[0]>[0];
+
+interface World {
+  dir: string;
+  dbPath: string;
+  store: Store;
+  holds: MemoryHoldStore;
+  usage: UsageService;
+  published: UsageRecord[];
+  settlement: Settlement;
+}
+
+function world(t: Tap, options: { dir?: string; busyTimeoutMs?: number } = {}): World {
+  const dir = options.dir ?? tempDir().path;
+  const dbPath = join(dir, 'gateway.db');
+  const store = Store.open(dbPath, { busyTimeoutMs: options.busyTimeoutMs ?? 5000 });
+  if (!store.accounts.byId('acc_1')) {
+    store.accounts.insert({ id: 'acc_1', email: 'a@example.com', name: 'A', passwordHash: null, role: 'user', now: 1 });
+    store.apiKeys.insert({ id: 'key_1', accountId: 'acc_1', name: 'k', keyHash: 'a'.repeat(64), maskedKey: 'sk-…', budgetMicros: 50_000_000, expiresAt: null, now: 1 });
+    store.ledger.credit('topup', { accountId: 'acc_1', amountMicros: 10_000_000, now: 2 });
+  }
+  const holds = new MemoryHoldStore();
+  const usage = new UsageService(store);
+  const published: UsageRecord[] = [];
+  usage.subscribe((record) => published.push(record));
+  // A long delay: the tests decide when batches apply (drain), unless they wait for the timer.
+  const settlement = new Settlement(store, holds, usage, silent, { applyDelayMs: 60_000, orphanScanMs: 0 });
+  t.teardown(async () => {
+    await settlement.close();
+    await store.close();
+  });
+  return { dir, dbPath, store, holds, usage, published, settlement };
+}
+
+
+let seq = 0;
+async function call(w: World, tokens: { input: number; output: number } | undefined, holdMicros = 1000, status = 200): Promise<{ input: SettleInput; hold: HoldRef }> {
+  seq += 1;
+  const hold: HoldRef = { id: `req_${String(seq).padStart(6, '0')}`, accountId: 'acc_1', keyId: 'key_1', amountMicros: holdMicros };
+  await w.holds.acquire(hold);
+  const input: SettleInput = {
+    requestId: hold.id,
+    accountId: 'acc_1',
+    apiKeyId: 'key_1',
+    model: MODEL,
+    endpoint: 'chat.completions',
+    stream: false,
+    usage: tokens && { inputTokens: tokens.input, outputTokens: tokens.output, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 },
+    status,
+    startedAt: Date.now(),
+    hold,
+  };
+  return { input, hold };
+}
+
+/** Rows as they are in SQLite, without passing the read barrier. */
+function rawCounts(w: World): { usage: number; charges: number; balance: number; spent: number } {
+  const db = w.store.db;
+  return {
+    usage: (db.prepare('SELECT count(*) AS n FROM usage').get() as { n: number }).n,
+    charges: (db.prepare("SELECT count(*) AS n FROM ledger WHERE kind = 'charge'").get() as { n: number }).n,
+    balance: (db.prepare("SELECT balance_micros AS b FROM accounts WHERE id = 'acc_1'").get() as { b: number }).b,
+    spent: (db.prepare("SELECT spent_micros AS s FROM api_keys WHERE id = 'key_1'").get() as { s: number }).s,
+  };
+}
+
+function journalLines(w: World): string[] {
+  const dir = journalDir(w.dbPath);
+  return readdirSync(dir)
+    .filter((name) => name.endsWith('.log') && name !== 'rejected.log')
+    .flatMap((name) => readFileSync(join(dir, name), 'utf8').split('\n').filter(Boolean));
+}
+
+t.test('a settled call is journaled at once, held at its cost, and in the ledger after its batch', async (t) => {
+  const w = world(t);
+  const { input, hold } = await call(w, { input: 100, output: 50 }, 1000);
+  const settled = await w.settlement.settle(input);
+  t.equal(settled.costMicros, 200, '100 in × 1 + 50 out × 2 µINR');
+  t.equal(journalLines(w).length, 1, 'one journal line before settle() resolved');
+  t.same(JSON.parse(journalLines(w)[0] as string), { ...settled.row }, 'the line is the usage row');
+  t.same(rawCounts(w), { usage: 0, charges: 0, balance: 10_000_000, spent: 0 }, 'not yet in SQLite');
+  t.equal(w.settlement.backlog, 1);
+  t.equal(hold.amountMicros, 200, 'the hold is lowered to the cost');
+  t.same(await w.holds.held('acc_1', 'key_1'), { accountHeldMicros: 200, keyHeldMicros: 200 }, 'and stays until the charge is in the ledger');
+  t.same(w.published, [], 'nothing published yet');
+
+  t.equal(w.settlement.drain(), true);
+  t.same(rawCounts(w), { usage: 1, charges: 1, balance: 9_999_800, spent: 200 }, 'charge, balance, key spend and usage row applied');
+  t.same(await w.holds.held('acc_1', 'key_1'), { accountHeldMicros: 0, keyHeldMicros: 0 }, 'hold released after the commit');
+  t.same(journalLines(w), [], 'journal emptied');
+  t.equal(w.published.length, 1, 'published once applied');
+  t.equal(w.published[0]?.requestId, input.requestId);
+  t.ok((w.published[0]?.id ?? 0) > 0, 'with its row id');
+  t.equal(w.settlement.drain(), false, 'nothing left');
+});
+
+t.test('reads that show money pass the barrier: they see every settled call', async (t) => {
+  const w = world(t);
+  for (let i = 0; i < 3; i++) await w.settlement.settle((await call(w, { input: 10, output: 0 })).input);
+  t.equal(rawCounts(w).usage, 0);
+  t.equal(w.store.usage.list({ accountId: 'acc_1', limit: 10 }).length, 3, 'usage list');
+  for (let i = 0; i < 2; i++) await w.settlement.settle((await call(w, { input: 10, output: 0 })).input);
+  t.equal(w.store.accounts.byId('acc_1')?.balanceMicros, 10_000_000 - 50, 'balance');
+  await w.settlement.settle((await call(w, { input: 7, output: 0 })).input);
+  t.equal(w.store.apiKeys.byId('key_1')?.spentMicros, 57, 'key spend');
+  await w.settlement.settle((await call(w, { input: 3, output: 0 })).input);
+  t.equal(w.store.ledger.sum('acc_1'), 10_000_000 - 60, 'ledger sum');
+  t.equal(w.store.ledger.list('acc_1', 100).filter((e) => e.kind === 'charge').length, 7, 'ledger list');
+  await w.settlement.settle((await call(w, { input: 1, output: 0 })).input);
+  const topup = w.store.ledger.credit('topup', { accountId: 'acc_1', amountMicros: 1000, now: Date.now() });
+  t.equal(topup.entry.balanceAfterMicros, 10_000_000 - 61 + 1000, 'a top-up goes into the ledger after the calls settled before it');
+  t.same(w.store.funds('acc_1', 'key_1')?.balanceMicros, 10_000_000 - 61 + 1000);
+});
+
+t.test('the timer applies a batch; calls of one turn share one journal write and one transaction', async (t) => {
+  const dir = tempDir().path;
+  const dbPath = join(dir, 'gateway.db');
+  const store = Store.open(dbPath);
+  store.accounts.insert({ id: 'acc_1', email: 'a@example.com', name: 'A', passwordHash: null, role: 'user', now: 1 });
+  store.apiKeys.insert({ id: 'key_1', accountId: 'acc_1', name: 'k', keyHash: 'a'.repeat(64), maskedKey: 'sk-…', expiresAt: null, now: 1 });
+  store.ledger.credit('topup', { accountId: 'acc_1', amountMicros: 10_000_000, now: 2 });
+  const holds = new MemoryHoldStore();
+  const usage = new UsageService(store);
+  const published: UsageRecord[] = [];
+  usage.subscribe((r) => published.push(r));
+  const settlement = new Settlement(store, holds, usage, silent, { applyDelayMs: 30, orphanScanMs: 0 });
+  t.teardown(async () => {
+    await settlement.close();
+    await store.close();
+  });
+  const w = { dir, dbPath, store, holds, usage, published, settlement };
+  const inputs = await Promise.all(Array.from({ length: 20 }, () => call(w, { input: 5, output: 5 })));
+  await Promise.all(inputs.map(({ input }) => settlement.settle(input)));
+  t.equal(settlement.backlog, 20, 'one batch pending');
+  t.equal(rawCounts(w).usage, 0);
+  await new Promise((resolve) => setTimeout(resolve, 120));
+  t.equal(settlement.backlog, 0, 'applied by the timer');
+  t.same(rawCounts(w), { usage: 20, charges: 20, balance: 10_000_000 - 300, spent: 300 });
+  t.equal(published.length, 20);
+  t.same(await holds.held('acc_1', 'key_1'), { accountHeldMicros: 0, keyHeldMicros: 0 });
+});
+
+t.test('a charge is capped at its hold; a failed call costs nothing but has its usage row', async (t) => {
+  const w = world(t);
+  const big = await call(w, { input: 1000, output: 1000 }, 500);
+  t.equal((await w.settlement.settle(big.input)).costMicros, 500, 'capped at the hold');
+  const failed = await call(w, undefined, 500, 502);
+  t.equal((await w.settlement.settle({ ...failed.input, errorType: 'upstream_error' })).costMicros, 0);
+  w.settlement.drain();
+  t.same(rawCounts(w), { usage: 2, charges: 1, balance: 10_000_000 - 500, spent: 500 }, 'one charge, two usage rows');
+  const rows = w.store.usage.list({ accountId: 'acc_1', limit: 10 });
+  t.same(rows.map((r) => [r.status, r.costMicros, r.errorType]), [[502, 0, 'upstream_error'], [200, 500, null]]);
+});
+
+t.test('a batch the database cannot take now stays pending, held and journaled, and is retried', async (t) => {
+  const w = world(t, { busyTimeoutMs: 50 });
+  const { input } = await call(w, { input: 100, output: 0 });
+  await w.settlement.settle(input);
+  // Another connection holds the write lock: the apply fails with SQLITE_BUSY after 50 ms.
+  const other = new Database(w.dbPath);
+  other.pragma('busy_timeout = 0');
+  other.prepare('BEGIN IMMEDIATE').run();
+  t.equal(w.settlement.drain(), true);
+  t.equal(w.settlement.failing, true, 'failing');
+  t.equal(w.settlement.backlog, 1, 'still pending');
+  t.same(await w.holds.held('acc_1', 'key_1'), { accountHeldMicros: 100, keyHeldMicros: 100 }, 'its hold stays');
+  t.equal(journalLines(w).length, 1, 'still in the journal');
+  other.prepare('ROLLBACK').run();
+  other.close();
+  // The retry timer (100 ms first) applies it.
+  await new Promise((resolve) => setTimeout(resolve, 400));
+  t.equal(w.settlement.backlog, 0, 'applied on retry');
+  t.equal(w.settlement.failing, false);
+  t.same(rawCounts(w), { usage: 1, charges: 1, balance: 10_000_000 - 100, spent: 100 });
+  t.same(await w.holds.held('acc_1', 'key_1'), { accountHeldMicros: 0, keyHeldMicros: 0 });
+  t.same(journalLines(w), []);
+});
+
+t.test('a row the ledger refuses is set aside in rejected.log; the rest of its batch applies', async (t) => {
+  const w = world(t);
+  const good = await call(w, { input: 10, output: 0 });
+  const bad = await call(w, { input: 10, output: 0 });
+  await Promise.all([w.settlement.settle(good.input), w.settlement.settle({ ...bad.input, accountId: 'acc_gone' })]);
+  w.settlement.drain();
+  t.equal(w.settlement.backlog, 0, 'nothing left pending');
+  t.equal(rawCounts(w).usage, 1, 'the good call applied');
+  const rejected = readFileSync(join(journalDir(w.dbPath), 'rejected.log'), 'utf8').trim().split('\n');
+  t.equal(rejected.length, 1);
+  t.match(JSON.parse(rejected[0] as string), { requestId: bad.input.requestId, accountId: 'acc_gone', costMicros: 10 });
+  t.same(await w.holds.held('acc_1', 'key_1'), { accountHeldMicros: 0, keyHeldMicros: 0 }, 'both holds released');
+});
+
+t.test('a stopped daemon\'s journal is applied at the next start, each call once', async (t) => {
+  const first = world(t);
+  const calls = await Promise.all(Array.from({ length: 3 }, () => call(first, { input: 100, output: 0 })));
+  for (const { input } of calls) await first.settlement.settle(input);
+  // One of the three made it into the ledger before the "crash".
+  const applied = calls[0]?.input as SettleInput;
+  const lines = journalLines(first).map((line) => JSON.parse(line) as NewUsage);
+  t.equal(lines.length, 3);
+  first.store.transaction(() => {
+    const row = lines.find((l) => l.requestId === applied.requestId) as NewUsage;
+    first.store.ledger.chargeInTransaction({ accountId: 'acc_1', amountMicros: row.costMicros, requestId: row.requestId, apiKeyId: 'key_1', now: 3 });
+    first.store.usage.insert(row);
+  });
+  // A dead process's journal: pid 2^22+ is above Linux's pid_max, so never alive. A write cut
+  // short by the crash leaves a partial last line.
+  const orphan = join(journalDir(first.dbPath), `${4_194_999}.123.1.log`);
+  writeFileSync(orphan, `${lines.map((l) => JSON.stringify(l)).join('\n')}\n{"requestId":"req_torn","accou`);
+
+  const second = world(t, { dir: first.dir });
+  const result = second.settlement.recoverOrphans();
+  t.same(result, { applied: 2, skipped: 1, rejected: 0 }, 'two applied, the one already in the ledger skipped');
+  t.notOk(existsSync(orphan), 'the orphan journal is removed');
+  const counts = rawCounts(second);
+  t.equal(counts.charges, 3, 'three charges, one per call');
+  t.equal(counts.usage, 3);
+  t.equal(counts.balance, 10_000_000 - 300);
+  t.equal(second.store.ledger.sum('acc_1'), counts.balance, 'balance = ledger sum');
+  t.same(second.settlement.recoverOrphans(), { applied: 0, skipped: 0, rejected: 0 }, 'nothing left to recover');
+  // The first daemon's own journal is not an orphan (its process is alive).
+  t.equal(journalLines(first).length >= 3, true, 'a live daemon\'s journal is left alone');
+});
+
+t.test('close applies everything and removes the journal', async (t) => {
+  const w = world(t);
+  for (let i = 0; i < 4; i++) await w.settlement.settle((await call(w, { input: 1, output: 1 })).input);
+  const dir = journalDir(w.dbPath);
+  t.equal(readdirSync(dir).filter((n) => n.endsWith('.log')).length, 1);
+  await w.settlement.close();
+  t.equal(rawCounts(w).usage, 4);
+  t.same(readdirSync(dir).filter((n) => n.endsWith('.log')), [], 'journal file removed');
+  await t.rejects(w.settlement.settle((await call(w, { input: 1, output: 1 })).input), /closed/, 'no settling after close');
+  t.same(await w.holds.held('acc_1', 'key_1'), { accountHeldMicros: 0, keyHeldMicros: 0 }, 'a refused settle releases its hold');
+});
+
+t.test('an in-memory store has no journal; calls still settle and apply', async (t) => {
+  const store = Store.open(':memory:');
+  store.accounts.insert({ id: 'acc_1', email: 'a@example.com', name: 'A', passwordHash: null, role: 'user', now: 1 });
+  store.apiKeys.insert({ id: 'key_1', accountId: 'acc_1', name: 'k', keyHash: 'a'.repeat(64), maskedKey: 'sk-…', expiresAt: null, now: 1 });
+  store.ledger.credit('topup', { accountId: 'acc_1', amountMicros: 1000, now: 2 });
+  const holds = new MemoryHoldStore();
+  const settlement = new Settlement(store, holds, new UsageService(store), silent, { orphanScanMs: 0 });
+  t.teardown(async () => {
+    await settlement.close();
+    await store.close();
+  });
+  const w = { dir: '', dbPath: ':memory:', store, holds, usage: new UsageService(store), published: [], settlement };
+  await settlement.settle((await call(w, { input: 10, output: 0 })).input);
+  t.equal(store.accounts.byId('acc_1')?.balanceMicros, 990);
+});
