@@ -1,0 +1,53 @@
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import t from 'tap';
+import { MemoryHoldStore, RedisHoldStore, type HoldRef, type HoldStore } from '../../src/core/limits/holds.js';
+import { REDIS_URL, redisSkipReason } from '../support/redis.js';
+
+/** The same behaviour from both stores: holds are lowered to their costs, then released in one go. */
+async function shrinkAndRelease(t: Parameters<Parameters<typeof tap.test>[0]>[0], holds: HoldStore): Promise<void> {
+  const a: HoldRef = { id: 'req_a', accountId: 'acc', keyId: 'k1', amountMicros: 1000 };
+  const b: HoldRef = { id: 'req_b', accountId: 'acc', keyId: 'k2', amountMicros: 500 };
+  const gone: HoldRef = { id: 'req_gone', accountId: 'acc', keyId: 'k1', amountMicros: 300 };
+  await holds.acquire(a);
+  await holds.acquire(b);
+  await holds.acquire(gone);
+  await holds.release(gone);
+  t.same(await holds.held('acc', 'k1'), { accountHeldMicros: 1500, keyHeldMicros: 1000 });
+
+  await holds.shrink([
+    { hold: a, amountMicros: 120 },
+    { hold: b, amountMicros: 800 }, // above the hold: a hold is never raised
+    { hold: gone, amountMicros: 10 }, // released: not brought back
+  ]);
+  t.equal(a.amountMicros, 120, 'the ref follows the lowered amount');
+  t.equal(b.amountMicros, 500);
+  t.same(await holds.held('acc', 'k1'), { accountHeldMicros: 620, keyHeldMicros: 120 }, 'lowered to the cost');
+  t.same(await holds.held('acc', 'k2'), { accountHeldMicros: 620, keyHeldMicros: 500 }, 'never raised');
+
+  await holds.releaseAll([a, b, gone]);
+  t.same(await holds.held('acc', 'k1'), { accountHeldMicros: 0, keyHeldMicros: 0 }, 'all released at once');
+  t.same(await holds.held('acc', 'k2'), { accountHeldMicros: 0, keyHeldMicros: 0 });
+  await holds.releaseAll([a]);
+  t.same(await holds.held('acc', 'k1'), { accountHeldMicros: 0, keyHeldMicros: 0 }, 'releasing twice releases once');
+}
+
+const tap = t;
+
+t.test('memory holds: shrink and releaseAll', async (t) => {
+  await shrinkAndRelease(t, new MemoryHoldStore());
+});
+
+t.test('Redis holds: shrink and releaseAll in one script each', { skip: redisSkipReason() }, async (t) => {
+  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+  const prefix = `test-holds-${randomBytes(4).toString('hex')}:`;
+  const holds = new RedisHoldStore(redis, prefix, 'test-instance');
+  t.teardown(async () => {
+    holds.close();
+    const keys = await redis.keys(`${prefix}*`);
+    if (keys.length > 0) await redis.del(...keys);
+    await redis.quit();
+  });
+  await shrinkAndRelease(t, holds);
+  t.same(await redis.zrange(`${prefix}hold:leases`, '0', '-1'), [], 'no lease left');
+});
