@@ -74,12 +74,13 @@ export function createApp(config: GatewayConfig, store: Store, redis: Redis | un
   const keyAuth = { api: new KeyAuthenticator(store.apiKeys), management: new KeyAuthenticator(store.managementKeys) };
   const prefix = config.redis?.keyPrefix ?? 'gateway:';
   const limiter: RateLimiter = redis ? new RedisRateLimiter(redis, prefix) : new MemoryRateLimiter();
-  const holds: HoldStore = redis ? new RedisHoldStore(redis, prefix, instanceId(config)) : new MemoryHoldStore();
+  const redisHolds = redis ? new RedisHoldStore(redis, prefix, instanceId(config)) : undefined;
+  const holds: HoldStore = redisHolds ?? new MemoryHoldStore();
   const usage = new UsageService(store);
   const catalog = new Catalog(config.models);
   const upstream = new UpstreamClient();
   const settlement = new Settlement(store, holds, usage, logger, { applyDelayMs: config.database.billingBatchMs });
-  const chat = new ChatService(config, catalog, new Admitter(store, limiter, holds), settlement, upstream, logger);
+  const chat = new ChatService(config, catalog, new Admitter(store, limiter, holds, redisHolds && ((keyId, limit, requestId, hold) => redisHolds.acquireIfAdmitted(keyId, limit, requestId, hold))), settlement, upstream, logger);
   return {
     config,
     logger,

@@ -51,3 +51,28 @@ t.test('Redis holds: shrink and releaseAll in one script each', { skip: redisSki
   await shrinkAndRelease(t, holds);
   t.same(await redis.zrange(`${prefix}hold:leases`, '0', '-1'), [], 'no lease left');
 });
+
+t.test('Redis: the rate limit and the hold in one script; a refused call holds nothing', { skip: redisSkipReason() }, async (t) => {
+  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+  const prefix = `test-admit-${randomBytes(4).toString('hex')}:`;
+  const holds = new RedisHoldStore(redis, prefix, 'test-instance');
+  t.teardown(async () => {
+    holds.close();
+    const keys = await redis.keys(`${prefix}*`);
+    if (keys.length > 0) await redis.del(...keys);
+    await redis.quit();
+  });
+  const hold = (n: number): HoldRef => ({ id: `req_${n}`, accountId: 'acc', keyId: 'k1', amountMicros: 100 * n });
+  const first = await holds.acquireIfAdmitted('k1', 2, 'req_1', hold(1));
+  t.match(first, { rate: { allowed: true, limit: 2, remaining: 1, retryAfterMs: 0 }, totals: { accountHeldMicros: 100, keyHeldMicros: 100 } });
+  const second = await holds.acquireIfAdmitted('k1', 2, 'req_2', hold(2));
+  t.match(second, { rate: { allowed: true, remaining: 0 }, totals: { accountHeldMicros: 300, keyHeldMicros: 300 } });
+  const third = await holds.acquireIfAdmitted('k1', 2, 'req_3', hold(3));
+  t.equal(third.rate.allowed, false, 'the third in a minute is refused');
+  t.equal(third.totals, undefined, 'with no hold');
+  t.ok(third.rate.retryAfterMs > 59_000 && third.rate.retryAfterMs <= 60_000, `retry after about a minute (${third.rate.retryAfterMs} ms)`);
+  t.same(await holds.held('acc', 'k1'), { accountHeldMicros: 300, keyHeldMicros: 300 }, 'only the admitted calls hold');
+  t.equal(await redis.zcard(`${prefix}rl:k1`), 2, 'the window counts the admitted calls');
+  await holds.releaseAll([hold(1), hold(2), hold(3)]);
+  t.same(await holds.held('acc', 'k1'), { accountHeldMicros: 0, keyHeldMicros: 0 });
+});

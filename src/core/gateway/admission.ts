@@ -1,6 +1,6 @@
 import type { ModelConfig } from '../../config/types.js';
 import { GatewayError } from '../errors.js';
-import type { HoldRef, HoldStore } from '../limits/holds.js';
+import type { HoldRef, HoldStore, HoldTotals } from '../limits/holds.js';
 import type { RateDecision, RateLimiter } from '../limits/rate-limit.js';
 import { formatInrDisplay } from '../money.js';
 import { affordableOutputTokens, worstCaseMicros } from '../pricing.js';
@@ -20,6 +20,9 @@ export interface AdmissionInput {
   maxTokensField: string;
 }
 
+/** The key's rate limit and, when it admits the call, the call's hold (totals included). */
+export type RateAndHold = (keyId: string, limit: number, requestId: string, hold: HoldRef) => Promise<{ rate: RateDecision; totals?: HoldTotals }>;
+
 export interface Admission {
   hold: HoldRef;
   maxTokens: number;
@@ -35,10 +38,18 @@ const DEFAULT_MAX_TOKENS = 4096;
  * and the balance read after it, so a concurrent settlement is always seen (holds.ts).
  */
 export class Admitter {
+  /**
+   * @param rateAndHold the rate limit and the first hold in one step (one Redis script when
+   *   both live in Redis); by default the limiter, then the hold store.
+   */
   constructor(
     private readonly store: Store,
     private readonly limiter: RateLimiter,
     private readonly holds: HoldStore,
+    private readonly rateAndHold: RateAndHold = async (keyId, limit, requestId, hold) => {
+      const rate = await limiter.check(keyId, limit, requestId);
+      return rate.allowed ? { rate, totals: await holds.acquire(hold) } : { rate };
+    },
   ) {}
 
   async admit(input: AdmissionInput): Promise<Admission> {
@@ -59,9 +70,6 @@ export class Admitter {
   }
 
   private async admitOnce(input: AdmissionInput): Promise<Admission> {
-    const rate = await this.limiter.check(input.apiKeyId, input.rateLimit, input.requestId);
-    if (!rate.allowed) throw rateLimited(rate);
-
     const modelMax = input.model.maxOutputTokens;
     if (input.requestedMaxTokens !== undefined && modelMax !== undefined && input.requestedMaxTokens > modelMax) {
       throw new GatewayError({
@@ -80,9 +88,15 @@ export class Admitter {
     // but not yet in the ledger are applied (their holds then go), and the check runs again,
     // so that a 402 states the wallet as it is.
     let drained = false;
+    hold.amountMicros = worstCaseMicros(input.model.pricing, input.promptTokens, maxTokens);
+    const first = await this.rateAndHold(input.apiKeyId, input.rateLimit, input.requestId, hold);
+    const rate = first.rate;
+    if (!first.totals) throw rateLimited(rate);
+    let admitted: HoldTotals | undefined = first.totals;
     for (let attempt = 0; attempt < 2; attempt++) {
       hold.amountMicros = worstCaseMicros(input.model.pricing, input.promptTokens, maxTokens);
-      const totals = await this.holds.acquire(hold);
+      const totals = admitted ?? (await this.holds.acquire(hold));
+      admitted = undefined;
       // Read after the hold is taken (see holds.ts): one read of each, fresh from the store.
       const funds = this.store.funds(input.accountId, input.apiKeyId);
       const key = funds?.key;

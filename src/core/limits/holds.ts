@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { defineScript, type RedisScript } from '../../store/redis.js';
+import { rateDecision, SLIDING_WINDOW_LUA, WINDOW_MS, windowKey, type RateDecision } from './rate-limit.js';
 
 /**
  * Wallet holds: while a call runs, its worst-case cost is reserved against the account's
@@ -131,6 +132,19 @@ redis.call('ZADD', KEYS[3], now + tonumber(ARGV[5]), ARGV[4])
 return {total(KEYS[1]), total(KEYS[2])}
 `;
 
+// The key's rate limit, then (when admitted) the hold: admission's two steps in one round trip.
+// KEYS: window, account hash, key hash, leases. ARGV: limit, window ms, request id, prefix,
+// hold id, amount, lease member, lease ms.
+const ADMIT = `${PURGE}${SLIDING_WINDOW_LUA}
+local rate = slidingWindow(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], now)
+if rate[1] == 0 then return rate end
+purge(KEYS[4], ARGV[4], now)
+redis.call('HSET', KEYS[2], ARGV[5], ARGV[6])
+redis.call('HSET', KEYS[3], ARGV[5], ARGV[6])
+redis.call('ZADD', KEYS[4], now + tonumber(ARGV[8]), ARGV[7])
+return {rate[1], rate[2], rate[3], rate[4], total(KEYS[2]), total(KEYS[3])}
+`;
+
 const RELEASE = `
 redis.call('HDEL', KEYS[1], ARGV[1])
 redis.call('HDEL', KEYS[2], ARGV[1])
@@ -198,7 +212,7 @@ export class RedisHoldStore implements HoldStore {
   private readonly mine = new Map<string, string>();
   private readonly timer: NodeJS.Timeout;
   private readonly leases: string;
-  private readonly scripts: Record<'acquire' | 'release' | 'releaseMany' | 'shrink' | 'held' | 'renew' | 'clear', RedisScript>;
+  private readonly scripts: Record<'admit' | 'acquire' | 'release' | 'releaseMany' | 'shrink' | 'held' | 'renew' | 'clear', RedisScript>;
 
   constructor(
     redis: Redis,
@@ -207,6 +221,7 @@ export class RedisHoldStore implements HoldStore {
   ) {
     this.leases = `${prefix}hold:leases`;
     this.scripts = {
+      admit: defineScript(redis, 'gatewayAdmit', 4, ADMIT),
       acquire: defineScript(redis, 'gatewayHoldAcquire', 3, ACQUIRE),
       release: defineScript(redis, 'gatewayHoldRelease', 3, RELEASE),
       releaseMany: defineScript(redis, 'gatewayHoldReleaseMany', 1, RELEASE_MANY),
@@ -229,6 +244,29 @@ export class RedisHoldStore implements HoldStore {
     this.mine.set(hold.id, member);
     const reply = (await this.scripts.acquire(...this.keys(hold.accountId, hold.keyId), this.prefix, hold.id, hold.amountMicros, member, LEASE_MS)) as number[];
     return { accountHeldMicros: Number(reply[0]), keyHeldMicros: Number(reply[1]) };
+  }
+
+  /**
+   * The key's rate limit (the same window as RedisRateLimiter's) and, when the call is
+   * admitted, its hold: one script, one round trip. No hold when the rate limit refuses.
+   */
+  async acquireIfAdmitted(keyId: string, limit: number, requestId: string, hold: HoldRef): Promise<{ rate: RateDecision; totals?: HoldTotals }> {
+    const member = `${this.instance}|${hold.accountId}|${hold.keyId}|${hold.id}`;
+    const [account, key, leases] = this.keys(hold.accountId, hold.keyId);
+    this.mine.set(hold.id, member);
+    let reply: unknown[];
+    try {
+      reply = (await this.scripts.admit(windowKey(this.prefix, keyId), account, key, leases, limit, WINDOW_MS, requestId, this.prefix, hold.id, hold.amountMicros, member, LEASE_MS)) as unknown[];
+    } catch (error) {
+      this.mine.delete(hold.id);
+      throw error;
+    }
+    const rate = rateDecision(limit, reply);
+    if (!rate.allowed) {
+      this.mine.delete(hold.id);
+      return { rate };
+    }
+    return { rate, totals: { accountHeldMicros: Number(reply[4]), keyHeldMicros: Number(reply[5]) } };
   }
 
   async release(hold: HoldRef): Promise<void> {

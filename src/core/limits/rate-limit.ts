@@ -81,26 +81,37 @@ export class MemoryRateLimiter implements RateLimiter {
   }
 }
 
-// KEYS[1] = the key's window (a sorted set of admission times). ARGV: limit, window ms, member.
-// Redis's own clock, so daemons on different hosts agree.
-const SLIDING_WINDOW = `
+// The window of one key is a sorted set of admission times (member: request id), on Redis's
+// own clock, so daemons on different hosts agree. Returns {allowed, remaining, retry ms, reset ms}.
+export const SLIDING_WINDOW_LUA = `
+local function slidingWindow(key, limit, window, member, now)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+  local count = redis.call('ZCARD', key)
+  local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  local oldestAt = now
+  if oldest[2] then oldestAt = tonumber(oldest[2]) end
+  if count >= limit then
+    local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    return {0, 0, oldestAt + window - now, tonumber(newest[2]) + window - now}
+  end
+  redis.call('ZADD', key, now, member)
+  redis.call('PEXPIRE', key, window)
+  return {1, limit - count - 1, 0, oldestAt + window - now}
+end
+`;
+
+// KEYS[1] = the key's window. ARGV: limit, window ms, member.
+const SLIDING_WINDOW = `${SLIDING_WINDOW_LUA}
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local limit = tonumber(ARGV[1])
-local window = tonumber(ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
-local count = redis.call('ZCARD', KEYS[1])
-local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local oldestAt = now
-if oldest[2] then oldestAt = tonumber(oldest[2]) end
-if count >= limit then
-  local newest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
-  return {0, 0, oldestAt + window - now, tonumber(newest[2]) + window - now}
-end
-redis.call('ZADD', KEYS[1], now, ARGV[3])
-redis.call('PEXPIRE', KEYS[1], window)
-return {1, limit - count - 1, 0, oldestAt + window - now}
+return slidingWindow(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], now)
 `;
+
+/** A script reply {allowed, remaining, retry ms, reset ms} as a decision. */
+export function rateDecision(limit: number, reply: readonly unknown[]): RateDecision {
+  const [allowed, remaining, retryAfterMs, resetMs] = reply.slice(0, 4).map(Number) as [number, number, number, number];
+  return { allowed: allowed === 1, limit, remaining, retryAfterMs: allowed === 1 ? 0 : Math.max(1, retryAfterMs), resetMs: Math.max(0, resetMs) };
+}
 
 export class RedisRateLimiter implements RateLimiter {
   private readonly script: RedisScript;
@@ -113,8 +124,10 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   async check(keyId: string, limit: number, requestId: string): Promise<RateDecision> {
-    const reply = (await this.script(`${this.prefix}rl:${keyId}`, limit, WINDOW_MS, requestId)) as number[];
-    const [allowed, remaining, retryAfterMs, resetMs] = reply.map(Number) as [number, number, number, number];
-    return { allowed: allowed === 1, limit, remaining, retryAfterMs: allowed === 1 ? 0 : Math.max(1, retryAfterMs), resetMs: Math.max(0, resetMs) };
+    return rateDecision(limit, (await this.script(windowKey(this.prefix, keyId), limit, WINDOW_MS, requestId)) as unknown[]);
   }
+}
+
+export function windowKey(prefix: string, keyId: string): string {
+  return `${prefix}rl:${keyId}`;
 }
