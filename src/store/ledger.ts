@@ -162,6 +162,51 @@ export class LedgerRepo {
     return { entry, replayed: false };
   }
 
+  /**
+   * Many charges, for a caller inside a transaction (settlement batches): one balance update
+   * per account and one spend update per key for the whole batch, then one ledger entry per
+   * charge in order, each with the running balance after it. A second charge for a request id
+   * throws (unique index), as does an account that does not exist.
+   */
+  chargeManyInTransaction(inputs: readonly ChargeInput[]): void {
+    if (!this.db.inTransaction) throw new Error('chargeManyInTransaction needs an open transaction');
+    const perAccount = new Map<string, { total: number; now: number }>();
+    const perKey = new Map<string, number>();
+    for (const input of inputs) {
+      if (!Number.isSafeInteger(input.amountMicros) || input.amountMicros < 0) throw new RangeError('charge amount must be a non-negative integer of µINR');
+      const account = perAccount.get(input.accountId);
+      if (account) {
+        account.total += input.amountMicros;
+        account.now = Math.max(account.now, input.now);
+      } else perAccount.set(input.accountId, { total: input.amountMicros, now: input.now });
+      if (input.apiKeyId && input.amountMicros > 0) perKey.set(input.apiKeyId, (perKey.get(input.apiKeyId) ?? 0) + input.amountMicros);
+    }
+    // The balance before the batch, per account; each entry then takes its own step down.
+    const running = new Map<string, number>();
+    for (const [accountId, { total, now }] of perAccount) {
+      const applied = this.applyStmt.get({ amount: -total, now, account_id: accountId }) as { balance_micros: number } | undefined;
+      if (!applied) throw new Error(`account ${accountId} does not exist`);
+      running.set(accountId, applied.balance_micros + total);
+    }
+    for (const input of inputs) {
+      const balanceAfter = (running.get(input.accountId) as number) - input.amountMicros;
+      running.set(input.accountId, balanceAfter);
+      this.insertStmt.run({
+        account_id: input.accountId,
+        kind: 'charge',
+        amount: -input.amountMicros,
+        balance_after: balanceAfter,
+        reference: null,
+        request_id: input.requestId,
+        api_key_id: input.apiKeyId ?? null,
+        note: null,
+        created_by: null,
+        now: input.now,
+      });
+    }
+    for (const [keyId, total] of perKey) this.spendStmt.run(total, keyId);
+  }
+
   byReference(accountId: string, kind: LedgerKind, reference: string): LedgerEntry | undefined {
     this.barrier?.pass();
     const row = this.byReferenceStmt.get(accountId, kind, reference) as LedgerRow | undefined;

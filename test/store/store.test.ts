@@ -162,3 +162,45 @@ t.test('usage: filters by key without an index of their own', async (t) => {
   const indexes = (store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'usage' AND sql IS NOT NULL").all() as { name: string }[]).map((r) => r.name).sort();
   t.same(indexes, ['usage_by_account', 'usage_by_time'], 'migration 2 dropped the per-key and per-model indexes');
 });
+
+t.test('ledger: a batch of charges, one balance update per account, running balances per entry', async (t) => {
+  const store = Store.open(':memory:');
+  t.teardown(() => store.close());
+  seedAccount(store);
+  seedAccount(store, 'acc_2', 'b@example.com');
+  store.apiKeys.insert({ id: 'key_1', accountId: 'acc_1', name: 'k', keyHash: 'a'.repeat(64), maskedKey: 'sk-…', expiresAt: null, now: 1 });
+  store.apiKeys.insert({ id: 'key_2', accountId: 'acc_2', name: 'k', keyHash: 'b'.repeat(64), maskedKey: 'sk-…', expiresAt: null, now: 1 });
+  store.ledger.credit('topup', { accountId: 'acc_1', amountMicros: 1000, now: 2 });
+  store.ledger.credit('topup', { accountId: 'acc_2', amountMicros: 500, now: 2 });
+  store.transaction(() =>
+    store.ledger.chargeManyInTransaction([
+      { accountId: 'acc_1', amountMicros: 100, requestId: 'req_1', apiKeyId: 'key_1', now: 3 },
+      { accountId: 'acc_2', amountMicros: 50, requestId: 'req_2', apiKeyId: 'key_2', now: 3 },
+      { accountId: 'acc_1', amountMicros: 0, requestId: 'req_3', apiKeyId: 'key_1', now: 4 },
+      { accountId: 'acc_1', amountMicros: 250, requestId: 'req_4', apiKeyId: null, now: 5 },
+    ]),
+  );
+  const entries = store.ledger.list('acc_1', 10).reverse();
+  t.same(entries.map((e) => [e.kind, e.amountMicros, e.balanceAfterMicros]), [['topup', 1000, 1000], ['charge', -100, 900], ['charge', -0, 900], ['charge', -250, 650]], 'each entry carries the balance after it');
+  t.equal(store.accounts.byId('acc_1')?.balanceMicros, 650);
+  t.equal(store.ledger.sum('acc_1'), 650, 'balance = ledger sum');
+  t.equal(store.accounts.byId('acc_2')?.balanceMicros, 450);
+  t.equal(store.apiKeys.byId('key_1')?.spentMicros, 100, 'a key is charged only for its own calls');
+  t.equal(store.apiKeys.byId('key_2')?.spentMicros, 50);
+
+  t.throws(
+    () =>
+      store.transaction(() =>
+        store.ledger.chargeManyInTransaction([
+          { accountId: 'acc_1', amountMicros: 10, requestId: 'req_5', apiKeyId: 'key_1', now: 6 },
+          { accountId: 'acc_1', amountMicros: 10, requestId: 'req_1', apiKeyId: 'key_1', now: 6 },
+        ]),
+      ),
+    { code: 'SQLITE_CONSTRAINT_UNIQUE' },
+    'a request charged twice fails the batch',
+  );
+  t.throws(() => store.transaction(() => store.ledger.chargeManyInTransaction([{ accountId: 'acc_gone', amountMicros: 1, requestId: 'req_6', now: 6 }])), /does not exist/);
+  t.equal(store.accounts.byId('acc_1')?.balanceMicros, 650, 'failed batches leave no trace');
+  t.equal(store.apiKeys.byId('key_1')?.spentMicros, 100);
+  t.throws(() => store.ledger.chargeManyInTransaction([]), /open transaction/);
+});

@@ -280,7 +280,12 @@ export class Settlement {
     const rejected: Pending[] = [];
     try {
       this.store.transaction(() => {
-        for (const entry of batch) records.push(this.write(entry.costMicros, entry.row));
+        const charges = [];
+        for (const { costMicros: cost, row } of batch) {
+          if (cost > 0) charges.push({ accountId: row.accountId, amountMicros: cost, requestId: row.requestId, apiKeyId: row.apiKeyId, now: row.createdAt });
+        }
+        this.store.ledger.chargeManyInTransaction(charges);
+        for (const entry of batch) records.push(this.store.usage.insert(entry.row));
       });
       done.push(...batch);
     } catch (error) {
