@@ -1,0 +1,54 @@
+import { readFileSync, readdirSync } from 'node:fs';
+import { startSimulator, startFloor, startGatewayProc, CLK_TCK } from './procs.js';
+import { makeTarget, closedLoop, openLoop, specFor, median } from './load.js';
+
+/**
+ * A quicker, narrower probe than run.ts, for working on the gateway's CPU per call: the floor
+ * and the gateway (embedded default) only, chat JSON only, open loop at RATE req/s (600) for
+ * ROUNDS rounds (5) of 3 s, in turns; prints each round's CPU µs per request split by thread
+ * (main, libuv/V8 workers, the checkpointer) and the median ratio. PROF=1 adds --cpu-prof to
+ * both (profiles in /tmp/prof and /tmp/prof-floor); NOWARM=1 replaces the closed-loop warm-up
+ * with 2 s of the open loop, so both profiles cover the same requests.
+ *
+ *   node --import tsx test/bench/probe.ts          (after npm run build)
+ */
+
+function threads(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const us = ((Number(f[11]) + Number(f[12])) * 1e6) / CLK_TCK;
+    const k = tid === String(pid) ? 'main' : comm;
+    out.set(k, (out.get(k) ?? 0) + us);
+  }
+  return out;
+}
+const rate = Number(process.env.RATE ?? 600);
+const rounds = Number(process.env.ROUNDS ?? 5);
+const sim = await startSimulator();
+const floorP = await startFloor(sim.url, sim.key, process.env.PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof-floor'] : []);
+const gw = await startGatewayProc({ name: 'gateway', simUrl: sim.url, simKey: sim.key, keys: 16, ...(process.env.PROF ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] } : {}) });
+const targets = [makeTarget('floor', 'floor', floorP.url, floorP.pid, ['x']), makeTarget('gateway', 'gateway', gw.url, gw.pid, gw.keys)];
+for (const t of targets) if (!process.env.NOWARM) await closedLoop(t, specFor(t, 'chat'), 8, 0, 3000); else await openLoop(t, specFor(t, 'chat'), rate, 2000, [t.pid]);
+const per: Record<string, number[]> = { floor: [], gateway: [] };
+const ratios: number[] = [];
+for (let r = 0; r < rounds; r++) {
+  const line: string[] = [];
+  for (const t of targets) {
+    const a = threads(t.pid);
+    const res = await openLoop(t, specFor(t, 'chat'), rate, 3000, [t.pid]);
+    const b = threads(t.pid);
+    const parts = [...b].map(([k, v]) => [k, (v - (a.get(k) ?? 0)) / res.sent] as const).filter(([, v]) => v > 0).sort((x, y) => y[1] - x[1]);
+    const total = parts.reduce((s, [, v]) => s + v, 0);
+    per[t.id]?.push(total);
+    line.push(`${t.id} ${total.toFixed(0)} (${parts.map(([k, v]) => `${k}=${v.toFixed(0)}`).join(' ')}) p50 ${res.latency[res.latency.length >> 1]?.toFixed(2)}ms err ${res.errors}`);
+  }
+  ratios.push((per.gateway?.at(-1) ?? 0) / (per.floor?.at(-1) ?? 1));
+  console.log(`round ${r + 1}: ${line.join(' | ')} ratio ${ratios.at(-1)?.toFixed(2)}`);
+}
+console.log(`median: floor ${median(per.floor ?? []).toFixed(0)} µs, gateway ${median(per.gateway ?? []).toFixed(0)} µs, ratio ${median(ratios).toFixed(2)}`);
+for (const p of [sim, floorP, gw]) p.child.kill('SIGTERM');
+await Promise.all([sim, floorP, gw].map((p) => new Promise((r) => p.child.once('exit', r))));
+process.exit(0);
