@@ -54,8 +54,15 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   }
 
   const app = createApp(config, store, redis, logger);
-  // Calls a stopped run settled but did not get into the ledger, before any new call.
-  app.settlement.recoverOrphans();
+  // Calls a stopped run settled but did not get into the ledger, before any new call (and
+  // before the previous run's Redis holds, which still cover them, are dropped).
+  if (!app.settlement.recoverOrphans().complete) {
+    await app.settlement.close();
+    app.holds.close();
+    if (redis) redis.disconnect();
+    await store.close();
+    throw new Error('the billing journal a stopped daemon left could not be applied (the database is busy): start again once it is free');
+  }
   if (app.holds instanceof RedisHoldStore) {
     const cleared = await app.holds.clearStale().catch(() => 0);
     if (cleared > 0) logger.warn({ cleared }, 'dropped wallet holds left by this daemon\'s previous run');
@@ -97,6 +104,8 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
         await closed;
       }
       flushLastUsed(app);
+      // Streams cut at the timeout settle (as 499) once their connections have closed.
+      await app.chat.settled(2000);
       await app.settlement.close();
       app.holds.close();
       await app.upstream.close();

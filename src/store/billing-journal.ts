@@ -1,10 +1,12 @@
+import { randomBytes } from 'node:crypto';
 import { appendFileSync, closeSync, ftruncateSync, mkdirSync, openSync, readFileSync, readdirSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import Database from 'better-sqlite3';
 import type { NewUsage } from './usage.js';
 
 /**
  * The billing journal: settled calls not yet applied to the ledger, one JSON line each, in an
- * append-only file per daemon process (`<database>-billing/<pid>.<start>.<n>.log`).
+ * append-only file per daemon (`<database>-billing/<pid>.<random>.log`).
  *
  * A call is settled when its line is written: one write(2) for all the calls that end in the
  * same turn of the event loop, before any of their clients gets its last bytes. The charges
@@ -12,25 +14,38 @@ import type { NewUsage } from './usage.js';
  * emptied once everything written to it is committed. If the process dies in between, the
  * next daemon to start on the database (or a running one, on its next scan) applies the
  * lines the dead process left, each exactly once: a request id already in the usage table is
- * skipped. Durability matches the database's `synchronous = NORMAL`: a process crash loses
+ * skipped. Whether a journal's owner is alive is told by a lock, not by its pid (pids are
+ * reused, and daemons in containers all run as pid 1): the owner holds an exclusive SQLite
+ * lock (fcntl) on `<name>.lock` for as long as it runs, which the kernel drops when the
+ * process dies; a daemon that can take the lock owns the orphan while it applies it.
+ * Durability matches the database's `synchronous = NORMAL`: a process crash loses
  * nothing, an OS crash can lose the last writes of both.
  */
-let opened = 0;
-
 export class BillingJournal {
   private fd: number | undefined;
   private size = 0;
 
-  private constructor(readonly path: string) {}
+  private constructor(
+    readonly path: string,
+    private readonly lock: Database.Database,
+  ) {}
 
-  /** A journal for this process, next to the database; none for an in-memory database. */
+  /** A journal for this daemon, next to the database; none for an in-memory database. */
   static open(databasePath: string): BillingJournal | undefined {
     if (databasePath === ':memory:' || databasePath === '') return undefined;
     const dir = journalDir(databasePath);
     mkdirSync(dir, { recursive: true });
-    // A third part tells apart several gateways in one process (tests run two on one file).
-    const journal = new BillingJournal(join(dir, `${process.pid}.${processStart(process.pid) ?? Date.now()}.${++opened}.log`));
-    journal.fd = openSync(journal.path, 'a', 0o600);
+    const name = `${process.pid}.${randomBytes(6).toString('hex')}`;
+    // The lock first: a journal whose lock nobody holds is an orphan.
+    const lock = takeLock(join(dir, `${name}.lock`));
+    if (!lock) throw new Error(`could not lock a new billing journal in ${dir}`);
+    const journal = new BillingJournal(join(dir, `${name}.log`), lock);
+    try {
+      journal.fd = openSync(journal.path, 'a', 0o600);
+    } catch (error) {
+      lock.close();
+      throw error;
+    }
     return journal;
   }
 
@@ -41,10 +56,21 @@ export class BillingJournal {
     for (const row of rows) text += `${JSON.stringify(row)}\n`;
     // One write(2) for a usual batch; a short write (rare, on a regular file) writes the rest.
     const size = Buffer.byteLength(text);
-    const first = writeSync(this.fd, text);
-    if (first < size) {
-      const bytes = Buffer.from(text, 'utf8');
-      for (let written = first; written < size; ) written += writeSync(this.fd, bytes, written, size - written);
+    try {
+      const first = writeSync(this.fd, text);
+      if (first < size) {
+        const bytes = Buffer.from(text, 'utf8');
+        for (let written = first; written < size; ) written += writeSync(this.fd, bytes, written, size - written);
+      }
+    } catch (error) {
+      // Part of the batch may be on disk: cut it off, so a replay never bills a call whose
+      // settle failed (its caller gets the error) and the next batch starts on a line of its own.
+      try {
+        ftruncateSync(this.fd, this.size);
+      } catch {
+        // the next successful clear() empties the file
+      }
+      throw error;
     }
     this.size += size;
   }
@@ -67,7 +93,37 @@ export class BillingJournal {
     const empty = this.size === 0;
     closeSync(this.fd);
     this.fd = undefined;
-    if (empty) unlinkSync(this.path);
+    if (empty) {
+      removeFile(this.path);
+      removeFile(lockPath(this.path));
+    }
+    // Last: while the lock is held nobody else applies this journal.
+    this.lock.close();
+  }
+}
+
+function lockPath(journalPath: string): string {
+  return journalPath.replace(/\.log$/, '.lock');
+}
+
+/** An exclusive lock on a (possibly new, empty) SQLite file, or undefined when another connection holds it. */
+function takeLock(path: string): Database.Database | undefined {
+  const db = new Database(path, { timeout: 0 });
+  try {
+    db.exec('BEGIN EXCLUSIVE');
+    return db;
+  } catch (error) {
+    db.close();
+    if ((error as { code?: string }).code === 'SQLITE_BUSY') return undefined;
+    throw error;
+  }
+}
+
+function removeFile(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // already removed (by another daemon that recovered it)
   }
 }
 
@@ -80,11 +136,15 @@ export interface OrphanJournal {
   rows: NewUsage[];
   /** Lines that could not be read (a write cut short by the crash: that call was never answered). */
   unreadable: number;
+  /** Applied: remove the journal and its lock. */
+  done(): void;
+  /** Not applied (the database was busy): let go of it, for a later scan. */
+  release(): void;
 }
 
 /**
- * The journals of processes that are gone (not this one, not a live daemon). Their rows
- * still need applying; `remove` them once applied.
+ * The journals whose daemon is gone (its lock is free). The caller holds each one's lock
+ * until it calls `done()` or `release()`, so two daemons never apply one journal at once.
  */
 export function orphanJournals(databasePath: string): OrphanJournal[] {
   const dir = journalDir(databasePath);
@@ -96,17 +156,24 @@ export function orphanJournals(databasePath: string): OrphanJournal[] {
   }
   const orphans: OrphanJournal[] = [];
   for (const name of names) {
-    const match = /^(\d+)\.(\d+)\.\d+\.log$/.exec(name);
-    if (!match) continue;
-    const pid = Number(match[1]);
-    const start = Number(match[2]);
-    if (pid === process.pid || isAlive(pid, start)) continue;
+    if (!/^\d+\.[0-9a-f]+\.log$/.test(name)) continue;
     const path = join(dir, name);
+    let lock: Database.Database | undefined;
+    try {
+      lock = takeLock(lockPath(path));
+    } catch {
+      continue;
+    }
+    if (!lock) continue; // its daemon is alive (or another daemon is applying it)
+    const held = lock;
     let text: string;
     try {
       text = readFileSync(path, 'utf8');
     } catch {
-      continue; // another daemon took it meanwhile
+      // applied and removed by another daemon between our listing and our lock
+      held.close();
+      removeFile(lockPath(path));
+      continue;
     }
     const rows: NewUsage[] = [];
     let unreadable = 0;
@@ -120,39 +187,17 @@ export function orphanJournals(databasePath: string): OrphanJournal[] {
         unreadable += 1;
       }
     }
-    orphans.push({ path, rows, unreadable });
+    orphans.push({
+      path,
+      rows,
+      unreadable,
+      done: () => {
+        removeFile(path);
+        removeFile(lockPath(path));
+        held.close();
+      },
+      release: () => held.close(),
+    });
   }
   return orphans;
-}
-
-export function removeJournal(path: string): void {
-  try {
-    unlinkSync(path);
-  } catch {
-    // already removed by another daemon
-  }
-}
-
-/** A process's start time in clock ticks since boot (Linux), to tell it from a later process with the same pid. */
-function processStart(pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const start = Number(fields[19]);
-    return Number.isSafeInteger(start) ? start : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function isAlive(pid: number, start: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    // EPERM: the pid exists but belongs to someone else; it is still a live process.
-    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
-  }
-  const actual = processStart(pid);
-  // Without /proc the pid alone decides; with it, a reused pid is not the journal's owner.
-  return actual === undefined || actual === start;
 }

@@ -226,21 +226,21 @@ t.test('a stopped daemon\'s journal is applied at the next start, each call once
     first.store.ledger.chargeInTransaction({ accountId: 'acc_1', amountMicros: row.costMicros, requestId: row.requestId, apiKeyId: 'key_1', now: 3 });
     first.store.usage.insert(row);
   });
-  // A dead process's journal: pid 2^22+ is above Linux's pid_max, so never alive. A write cut
+  // A dead daemon's journal: nobody holds its lock (it has no lock file yet). A write cut
   // short by the crash leaves a partial last line.
-  const orphan = join(journalDir(first.dbPath), `${4_194_999}.123.1.log`);
+  const orphan = join(journalDir(first.dbPath), "4194999.0badc0ffee00.log");
   writeFileSync(orphan, `${lines.map((l) => JSON.stringify(l)).join('\n')}\n{"requestId":"req_torn","accou`);
 
   const second = world(t, { dir: first.dir });
   const result = second.settlement.recoverOrphans();
-  t.same(result, { applied: 2, skipped: 1, rejected: 0 }, 'two applied, the one already in the ledger skipped');
+  t.same(result, { applied: 2, skipped: 1, rejected: 0, complete: true }, 'two applied, the one already in the ledger skipped');
   t.notOk(existsSync(orphan), 'the orphan journal is removed');
   const counts = rawCounts(second);
   t.equal(counts.charges, 3, 'three charges, one per call');
   t.equal(counts.usage, 3);
   t.equal(counts.balance, 10_000_000 - 300);
   t.equal(second.store.ledger.sum('acc_1'), counts.balance, 'balance = ledger sum');
-  t.same(second.settlement.recoverOrphans(), { applied: 0, skipped: 0, rejected: 0 }, 'nothing left to recover');
+  t.same(second.settlement.recoverOrphans(), { applied: 0, skipped: 0, rejected: 0, complete: true }, 'nothing left to recover');
   // The first daemon's own journal is not an orphan (its process is alive).
   t.equal(journalLines(first).length >= 3, true, 'a live daemon\'s journal is left alone');
 });
@@ -271,4 +271,61 @@ t.test('an in-memory store has no journal; calls still settle and apply', async 
   const w = { dir: '', dbPath: ':memory:', store, holds, usage: new UsageService(store), published: [], settlement };
   await settlement.settle((await call(w, { input: 10, output: 0 })).input);
   t.equal(store.accounts.byId('acc_1')?.balanceMicros, 990);
+});
+
+t.test('a journal is an orphan when nobody holds its lock, whatever its pid', async (t) => {
+  const w = world(t, { busyTimeoutMs: 50 });
+  const dir = journalDir(w.dbPath);
+  const row = (n: number): NewUsage => ({
+    requestId: `req_orphan_${n}`, accountId: 'acc_1', apiKeyId: 'key_1', model: MODEL.id, provider: 'openai', endpoint: 'chat.completions', stream: false,
+    inputTokens: 10, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costMicros: 10, status: 200, errorType: null, latencyMs: 1, createdAt: Date.now(),
+  });
+  // A live daemon in another container is pid 1 too: it holds its journal's lock.
+  const live = join(dir, '1.aaaaaaaaaaaa.log');
+  writeFileSync(live, `${JSON.stringify(row(1))}\n`);
+  const lock = new Database(join(dir, '1.aaaaaaaaaaaa.lock'));
+  lock.exec('BEGIN EXCLUSIVE');
+  // A previous run of a daemon that had this very pid (a restarted container): nobody's lock.
+  const previous = join(dir, `${process.pid}.bbbbbbbbbbbb.log`);
+  writeFileSync(previous, `${JSON.stringify(row(2))}\n`);
+  t.same(w.settlement.recoverOrphans(), { applied: 1, skipped: 0, rejected: 0, complete: true }, 'only the unlocked journal');
+  t.ok(existsSync(live), 'the live daemon\'s journal is left alone');
+  t.notOk(existsSync(previous), 'the previous run\'s journal is applied and removed, although it has this pid');
+
+  // The database is busy: the orphan is kept (and its lock let go) for the next scan.
+  lock.close();
+  const writer = new Database(w.dbPath);
+  writer.exec('BEGIN IMMEDIATE');
+  const busy = w.settlement.recoverOrphans();
+  t.equal(busy.complete, false, 'incomplete while the database is busy');
+  t.ok(existsSync(live), 'kept');
+  writer.exec('ROLLBACK');
+  writer.close();
+  t.same(w.settlement.recoverOrphans(), { applied: 1, skipped: 0, rejected: 0, complete: true }, 'applied once the owner is gone and the database free');
+  t.notOk(existsSync(live));
+  t.notOk(existsSync(join(dir, '1.aaaaaaaaaaaa.lock')), 'its lock file too');
+  t.equal(w.store.usage.list({ accountId: 'acc_1', limit: 10 }).length, 2);
+});
+
+t.test('while batches fail, reads do not wait on the database; a top-up still comes after the calls settled before it', async (t) => {
+  const w = world(t, { busyTimeoutMs: 200 });
+  await w.settlement.settle((await call(w, { input: 30, output: 0 })).input);
+  const writer = new Database(w.dbPath);
+  writer.exec('BEGIN IMMEDIATE');
+  w.settlement.drain(); // fails after 200 ms: now retrying
+  t.equal(w.settlement.failing, true);
+  const started = performance.now();
+  t.equal(w.store.accounts.byId('acc_1')?.balanceMicros, 10_000_000, 'a read answers with the ledger as it is');
+  t.ok(performance.now() - started < 150, 'without waiting for the busy timeout');
+  writer.exec('ROLLBACK');
+  writer.close();
+  await new Promise((resolve) => setTimeout(resolve, 400));
+  t.equal(w.settlement.failing, false, 'the retry applied it');
+
+  await w.settlement.settle((await call(w, { input: 20, output: 0 })).input);
+  const { WalletService } = await import('../../src/core/management/wallet.js');
+  const topup = new WalletService(w.store).topup({ accountId: 'acc_1', amountMicros: 1000 });
+  t.equal(topup.balanceMicros, 10_000_000 - 50 + 1000, 'the top-up answers the balance with every settled call');
+  const entries = w.store.ledger.list('acc_1', 3).map((e) => [e.kind, e.amountMicros]);
+  t.same(entries, [['topup', 1000], ['charge', -20], ['charge', -30]], 'in the order they happened');
 });

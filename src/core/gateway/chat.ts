@@ -77,6 +77,10 @@ const MAX_ERROR_BODY = 64 * 1024;
  * no charge when nothing was produced) so that no hold outlives its call.
  */
 export class ChatService {
+  /** Admitted calls not yet settled. */
+  private open = 0;
+  private idle: Array<() => void> = [];
+
   constructor(
     private readonly config: GatewayConfig,
     private readonly catalog: Catalog,
@@ -85,6 +89,23 @@ export class ChatService {
     private readonly upstream: UpstreamClient,
     private readonly logger: Logger,
   ) {}
+
+  /**
+   * Resolves once every admitted call has settled, or after `timeoutMs`. At shutdown, streams
+   * that the server cut settle (as 499) after their connections close; settlement must still
+   * take them.
+   */
+  settled(timeoutMs: number): Promise<void> {
+    if (this.open === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      timer.unref();
+      this.idle.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
 
   async complete(draft: ChatDraft, ctx: CallContext): Promise<ChatOutcome> {
     const prepared = await this.prepare({ ...draft, stream: false }, ctx);
@@ -221,6 +242,7 @@ export class ChatService {
       requestedMaxTokens,
       maxTokensField,
     });
+    this.open += 1;
     const headers: Record<string, string> = { ...rateHeaders(admission.rate), 'x-gateway-model': model.id };
     const partial = { model, provider, family, admission, headers };
     let request: ChatRequest = { ...rest, model: model.id, upstreamModel: model.upstreamModel, maxTokens: admission.maxTokens };
@@ -254,7 +276,16 @@ export class ChatService {
     throw upstreamHttpError(prepared.provider.name, response.status, prepared.family.errorMessage(body), typeof retryAfter === 'string' ? retryAfter : undefined);
   }
 
-  private settle(prepared: Settleable, ctx: CallContext, usage: Usage | undefined, status: number, errorType?: string) {
+  private async settle(prepared: Settleable, ctx: CallContext, usage: Usage | undefined, status: number, errorType?: string) {
+    try {
+      return await this.settleCall(prepared, ctx, usage, status, errorType);
+    } finally {
+      this.open -= 1;
+      if (this.open === 0) for (const wake of this.idle.splice(0)) wake();
+    }
+  }
+
+  private settleCall(prepared: Settleable, ctx: CallContext, usage: Usage | undefined, status: number, errorType?: string) {
     return this.settlement.settle({
       requestId: ctx.requestId,
       accountId: ctx.accountId,

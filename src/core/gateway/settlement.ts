@@ -4,7 +4,7 @@ import type { Usage } from '../canonical.js';
 import type { HoldRef, HoldStore } from '../limits/holds.js';
 import type { UsageService } from '../management/usage.js';
 import { costMicros } from '../pricing.js';
-import { BillingJournal, orphanJournals, removeJournal } from '../../store/billing-journal.js';
+import { BillingJournal, orphanJournals } from '../../store/billing-journal.js';
 import type { Store } from '../../store/store.js';
 import type { NewUsage, UsageRecord } from '../../store/usage.js';
 
@@ -161,7 +161,9 @@ export class Settlement {
 
   /** Applies every settled call to the ledger now (reads that show money call this first). */
   drain(): boolean {
-    if (this.pending.length === 0) return false;
+    // While the database refuses batches, the retry timer keeps trying; a read does not wait
+    // for busy_timeout on every call (it sees the ledger without the pending calls).
+    if (this.pending.length === 0 || this.retryMs > 0) return false;
     this.apply();
     return true;
   }
@@ -170,9 +172,10 @@ export class Settlement {
    * At start: applies what stopped daemons left in their journals, each call once. Also run
    * every `orphanScanMs`, for daemons sharing the database that stopped without restarting.
    */
-  recoverOrphans(): { applied: number; skipped: number; rejected: number } {
-    const totals = { applied: 0, skipped: 0, rejected: 0 };
-    for (const orphan of orphanJournals(this.store.path)) {
+  recoverOrphans(): { applied: number; skipped: number; rejected: number; complete: boolean } {
+    const totals = { applied: 0, skipped: 0, rejected: 0, complete: true };
+    const orphans = orphanJournals(this.store.path);
+    for (const [index, orphan] of orphans.entries()) {
       const counts = { applied: 0, skipped: 0, rejected: 0 };
       for (const row of orphan.rows) {
         try {
@@ -183,6 +186,8 @@ export class Settlement {
             counts.skipped += 1; // applied before the daemon stopped
           } else if (isTransient(error)) {
             this.logger.error({ err: error, path: orphan.path }, 'could not apply a stopped daemon\'s billing journal now; it is kept for the next scan');
+            for (const left of orphans.slice(index)) left.release();
+            totals.complete = false;
             return totals;
           } else {
             counts.rejected += 1;
@@ -191,7 +196,7 @@ export class Settlement {
           }
         }
       }
-      removeJournal(orphan.path);
+      orphan.done();
       totals.applied += counts.applied;
       totals.skipped += counts.skipped;
       totals.rejected += counts.rejected;
@@ -312,7 +317,13 @@ export class Settlement {
           }
         }
       }
-      if (rejected.length > 0) this.journal?.reject(rejected.map((entry) => entry.row));
+      if (rejected.length > 0) {
+        try {
+          this.journal?.reject(rejected.map((entry) => entry.row));
+        } catch (rejectError) {
+          this.logger.error({ err: rejectError, calls: rejected.map((entry) => entry.row) }, 'could not write rejected.log');
+        }
+      }
     }
     this.store.checkpointer?.wrote();
     if (this.pending.length === 0) {
@@ -330,7 +341,13 @@ export class Settlement {
     if (finished.length > 0) {
       this.holds.releaseAll(finished).catch((error: unknown) => this.logger.error({ err: error }, 'could not release holds'));
     }
-    for (const record of records) this.usage.publish(record);
+    for (const record of records) {
+      try {
+        this.usage.publish(record);
+      } catch (error) {
+        this.logger.error({ err: error }, 'a usage listener failed');
+      }
+    }
   }
 
   private retryLater(error: unknown): void {

@@ -27,6 +27,9 @@ export class WalletService {
    * (`replayed: true`); the same reference with another amount is a 409.
    */
   topup(input: TopupInput): { entry: LedgerEntry; replayed: boolean; balanceMicros: number } {
+    // Calls settled before the top-up go into the ledger before it (the barrier is skipped
+    // inside the transaction below), and the balance it answers includes them.
+    this.store.barrier.pass();
     return this.store.transaction(() => {
       const result = this.store.ledger.credit('topup', {
         accountId: input.accountId,
