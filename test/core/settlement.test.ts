@@ -329,3 +329,21 @@ t.test('while batches fail, reads do not wait on the database; a top-up still co
   const entries = w.store.ledger.list('acc_1', 3).map((e) => [e.kind, e.amountMicros]);
   t.same(entries, [['topup', 1000], ['charge', -20], ['charge', -30]], 'in the order they happened');
 });
+
+t.test('closing while the database refuses batches keeps the calls in the journal for the next start', async (t) => {
+  const dir = tempDir().path;
+  const first = world(t, { dir, busyTimeoutMs: 50 });
+  await first.settlement.settle((await call(first, { input: 40, output: 0 })).input);
+  const writer = new Database(first.dbPath);
+  writer.exec('BEGIN IMMEDIATE');
+  await first.settlement.close();
+  t.equal(first.settlement.backlog, 1, 'not applied');
+  t.equal(journalLines(first).length, 1, 'still journaled');
+  t.notOk(existsSync(join(journalDir(first.dbPath), 'rejected.log')), 'nothing rejected');
+  await new Promise((resolve) => setTimeout(resolve, 300)); // no retry timer fires after close
+  writer.exec('ROLLBACK');
+  writer.close();
+  const second = world(t, { dir });
+  t.match(second.settlement.recoverOrphans(), { applied: 1, complete: true }, 'the next start applies it');
+  t.equal(second.store.accounts.byId('acc_1')?.balanceMicros, 10_000_000 - 40);
+});

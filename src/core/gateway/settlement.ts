@@ -92,6 +92,7 @@ export class Settlement {
   private readonly applyDelayMs: number;
   private readonly maxBatch: number;
   private closed = false;
+  private stopped = false;
 
   constructor(
     private readonly store: Store,
@@ -191,7 +192,11 @@ export class Settlement {
             return totals;
           } else {
             counts.rejected += 1;
-            this.journal?.reject([row]);
+            try {
+              this.journal?.reject([row]);
+            } catch (rejectError) {
+              this.logger.error({ err: rejectError }, 'could not write rejected.log');
+            }
             this.logger.error({ err: error, call: row }, 'the ledger refused a settled call from a stopped daemon\'s journal; it is kept in the rejected file');
           }
         }
@@ -213,7 +218,9 @@ export class Settlement {
     this.closed = true;
     if (this.orphanTimer) clearInterval(this.orphanTimer);
     if (this.queue.length > 0) this.flush();
-    this.drain();
+    // A last try even while failing; no timer or immediate runs after this (the store closes next).
+    if (this.pending.length > 0) this.apply();
+    this.stopped = true;
     if (this.applyTimer) clearTimeout(this.applyTimer);
     this.applyTimer = undefined;
     this.store.barrier.set(undefined);
@@ -275,6 +282,7 @@ export class Settlement {
 
   /** Step 2: the pending calls into SQLite, in one transaction when all goes well. */
   private apply(): void {
+    if (this.stopped) return;
     if (this.applyTimer) clearTimeout(this.applyTimer);
     this.applyTimer = undefined;
     const batch = this.pending;
