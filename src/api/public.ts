@@ -13,7 +13,7 @@ export function registerPublicRoutes(router: Router<Route>, app: App): void {
 
   router.add('GET', '/health/ready', {
     handle: async (ctx) => {
-      const readiness = await checkReadiness(app.store, app.redis, app.lifecycle.shuttingDown);
+      const readiness = await checkReadiness(app.store, app.redis, app.lifecycle.shuttingDown, app.settlement);
       ctx.send(readiness.ready ? 200 : 503, readiness.body);
     },
   });

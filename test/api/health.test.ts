@@ -1,7 +1,9 @@
 import { Readable } from 'node:stream';
 import t from 'tap';
 import { request } from 'undici';
-import { startTestGateway } from '../support/gateway.js';
+import Database from 'better-sqlite3';
+import { fundedKey, simulatedProviders, startTestGateway } from '../support/gateway.js';
+import { ProviderSimulator } from '../support/simulator/server.js';
 
 import { REDIS_URL, redisSkipReason } from '../support/redis.js';
 
@@ -109,4 +111,28 @@ t.test('graceful shutdown lets an in-flight request finish, then refuses', async
   await closing;
   await t.rejects(request(`${gw.url}/health`), 'the port no longer accepts connections');
   t.equal(gw.app.store.db.open, false, 'the store is closed');
+});
+
+t.test('readiness: not ready while the ledger does not take the settled calls', async (t) => {
+  const sim = await ProviderSimulator.start();
+  t.teardown(() => sim.close());
+  const gw = await startTestGateway({ database: { busy_timeout: '50ms', billing_batch_window: '10ms' }, providers: simulatedProviders(sim.url) });
+  t.teardown(() => gw.stop());
+  const funded = await fundedKey(gw);
+  // Another process holds the write lock: the batch fails after busy_timeout and is retried.
+  const writer = new Database(gw.app.config.database.path);
+  writer.exec('BEGIN IMMEDIATE');
+  const call = await gw.http('POST', '/v1/chat/completions', { token: funded.key, body: { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 5 } });
+  t.equal(call.status, 200, 'the call is answered (settled in the journal)');
+  await new Promise((resolve) => setTimeout(resolve, 150));
+  const stuck = await gw.http('GET', '/health/ready');
+  t.equal(stuck.status, 503);
+  t.same(stuck.body, { status: 'not_ready', db: 'error', redis: 'disabled', reason: 'ledger_writes_failing', unapplied_calls: 1 });
+  writer.exec('ROLLBACK');
+  writer.close();
+  await new Promise((resolve) => setTimeout(resolve, 600));
+  const ready = await gw.http('GET', '/health/ready');
+  t.equal(ready.status, 200, 'ready again once the batch went in');
+  t.same(ready.body, { status: 'ready', db: 'ok', redis: 'disabled' });
+  t.equal(gw.app.store.ledger.list(funded.accountId, 10).filter((e) => e.kind === 'charge').length, 1, 'charged once');
 });
