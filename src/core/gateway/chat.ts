@@ -203,7 +203,7 @@ export class ChatService {
         yield { type: 'error', error: failure };
         return;
       }
-      // The ledger has the call before the client gets its last bytes.
+      // The call is billed (journaled) before the client gets its last bytes.
       const final = await billable();
       settled = true;
       await this.settle(prepared, ctx, final, 200);

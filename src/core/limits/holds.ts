@@ -5,9 +5,10 @@ import { rateDecision, SLIDING_WINDOW_LUA, WINDOW_MS, windowKey, type RateDecisi
 /**
  * Wallet holds: while a call runs, its worst-case cost is reserved against the account's
  * balance and the key's budget, so concurrent calls can never together spend more than
- * either. A hold is taken *before* the balance is read (see Admission in gateway.ts): any
- * settlement that released a hold before ours was counted has already charged the ledger,
- * so the balance read afterwards reflects it, and the check can only err on the safe side.
+ * either. A hold is taken *before* the balance is read (admission.ts), and a settled call's
+ * hold (lowered to its cost) is released only once its charge is in the ledger
+ * (settlement.ts): any hold released before ours was counted has already charged the
+ * ledger, so the balance read afterwards reflects it, and the check only errs on the safe side.
  */
 
 export interface HoldRef {
