@@ -37,7 +37,8 @@ export function runCli(args: readonly string[], options: { env?: Record<string, 
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 20_000);
+    // Generous: CI runs test files in parallel on 2 cores, and some tests start 15 CLIs at once.
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000);
     child.once('error', (error) => {
       clearTimeout(timer);
       reject(error);
