@@ -34,11 +34,8 @@ async function shrinkAndRelease(t: Parameters<Parameters<typeof tap.test>[0]>[0]
 
 const tap = t;
 
-t.test('memory holds: shrink and releaseAll', async (t) => {
-  await shrinkAndRelease(t, new MemoryHoldStore());
-});
-
-t.test('Redis holds: shrink and releaseAll in one script each', { skip: redisSkipReason() }, async (t) => {
+/** A hold store on the real Redis under a fresh prefix, cleaned up after the test. */
+function redisHolds(t: Parameters<Parameters<typeof tap.test>[0]>[0]): { redis: Redis; prefix: string; holds: RedisHoldStore } {
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
   const prefix = `test-holds-${randomBytes(4).toString('hex')}:`;
   const holds = new RedisHoldStore(redis, prefix, 'test-instance');
@@ -48,20 +45,21 @@ t.test('Redis holds: shrink and releaseAll in one script each', { skip: redisSki
     if (keys.length > 0) await redis.del(...keys);
     await redis.quit();
   });
+  return { redis, prefix, holds };
+}
+
+t.test('memory holds: shrink and releaseAll', async (t) => {
+  await shrinkAndRelease(t, new MemoryHoldStore());
+});
+
+t.test('Redis holds: shrink and releaseAll in one script each', { skip: redisSkipReason() }, async (t) => {
+  const { redis, prefix, holds } = redisHolds(t);
   await shrinkAndRelease(t, holds);
   t.same(await redis.zrange(`${prefix}hold:leases`, '0', '-1'), [], 'no lease left');
 });
 
 t.test('Redis: the rate limit and the hold in one script; a refused call holds nothing', { skip: redisSkipReason() }, async (t) => {
-  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
-  const prefix = `test-admit-${randomBytes(4).toString('hex')}:`;
-  const holds = new RedisHoldStore(redis, prefix, 'test-instance');
-  t.teardown(async () => {
-    holds.close();
-    const keys = await redis.keys(`${prefix}*`);
-    if (keys.length > 0) await redis.del(...keys);
-    await redis.quit();
-  });
+  const { holds, redis, prefix } = redisHolds(t);
   const hold = (n: number): HoldRef => ({ id: `req_${n}`, accountId: 'acc', keyId: 'k1', amountMicros: 100 * n });
   const first = await holds.acquireIfAdmitted('k1', 2, 'req_1', hold(1));
   t.match(first, { rate: { allowed: true, limit: 2, remaining: 1, retryAfterMs: 0 }, totals: { accountHeldMicros: 100, keyHeldMicros: 100 } });

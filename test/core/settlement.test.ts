@@ -33,9 +33,9 @@ interface World {
   settlement: Settlement;
 }
 
-function world(t: Tap, options: { dir?: string; busyTimeoutMs?: number } = {}): World {
-  const dir = options.dir ?? tempDir().path;
-  const dbPath = join(dir, 'gateway.db');
+function world(t: Tap, options: { dir?: string; busyTimeoutMs?: number; applyDelayMs?: number; memory?: boolean } = {}): World {
+  const dir = options.memory ? '' : (options.dir ?? tempDir().path);
+  const dbPath = options.memory ? ':memory:' : join(dir, 'gateway.db');
   const store = Store.open(dbPath, { busyTimeoutMs: options.busyTimeoutMs ?? 5000 });
   if (!store.accounts.byId('acc_1')) {
     store.accounts.insert({ id: 'acc_1', email: 'a@example.com', name: 'A', passwordHash: null, role: 'user', now: 1 });
@@ -46,8 +46,8 @@ function world(t: Tap, options: { dir?: string; busyTimeoutMs?: number } = {}): 
   const usage = new UsageService(store);
   const published: UsageRecord[] = [];
   usage.subscribe((record) => published.push(record));
-  // A long delay: the tests decide when batches apply (drain), unless they wait for the timer.
-  const settlement = new Settlement(store, holds, usage, silent, { applyDelayMs: 60_000, orphanScanMs: 0 });
+  // A long delay by default: the tests decide when batches apply (drain), unless they wait for the timer.
+  const settlement = new Settlement(store, holds, usage, silent, { applyDelayMs: options.applyDelayMs ?? 60_000, orphanScanMs: 0 });
   t.teardown(async () => {
     await settlement.close();
     await store.close();
@@ -136,22 +136,8 @@ t.test('reads that show money pass the barrier: they see every settled call', as
 });
 
 t.test('the timer applies a batch; calls of one turn share one journal write and one transaction', async (t) => {
-  const dir = tempDir().path;
-  const dbPath = join(dir, 'gateway.db');
-  const store = Store.open(dbPath);
-  store.accounts.insert({ id: 'acc_1', email: 'a@example.com', name: 'A', passwordHash: null, role: 'user', now: 1 });
-  store.apiKeys.insert({ id: 'key_1', accountId: 'acc_1', name: 'k', keyHash: 'a'.repeat(64), maskedKey: 'sk-…', expiresAt: null, now: 1 });
-  store.ledger.credit('topup', { accountId: 'acc_1', amountMicros: 10_000_000, now: 2 });
-  const holds = new MemoryHoldStore();
-  const usage = new UsageService(store);
-  const published: UsageRecord[] = [];
-  usage.subscribe((r) => published.push(r));
-  const settlement = new Settlement(store, holds, usage, silent, { applyDelayMs: 30, orphanScanMs: 0 });
-  t.teardown(async () => {
-    await settlement.close();
-    await store.close();
-  });
-  const w = { dir, dbPath, store, holds, usage, published, settlement };
+  const w = world(t, { applyDelayMs: 30 });
+  const { settlement, holds, published } = w;
   const inputs = await Promise.all(Array.from({ length: 20 }, () => call(w, { input: 5, output: 5 })));
   await Promise.all(inputs.map(({ input }) => settlement.settle(input)));
   t.equal(settlement.backlog, 20, 'one batch pending');
@@ -258,19 +244,9 @@ t.test('close applies everything and removes the journal', async (t) => {
 });
 
 t.test('an in-memory store has no journal; calls still settle and apply', async (t) => {
-  const store = Store.open(':memory:');
-  store.accounts.insert({ id: 'acc_1', email: 'a@example.com', name: 'A', passwordHash: null, role: 'user', now: 1 });
-  store.apiKeys.insert({ id: 'key_1', accountId: 'acc_1', name: 'k', keyHash: 'a'.repeat(64), maskedKey: 'sk-…', expiresAt: null, now: 1 });
-  store.ledger.credit('topup', { accountId: 'acc_1', amountMicros: 1000, now: 2 });
-  const holds = new MemoryHoldStore();
-  const settlement = new Settlement(store, holds, new UsageService(store), silent, { orphanScanMs: 0 });
-  t.teardown(async () => {
-    await settlement.close();
-    await store.close();
-  });
-  const w = { dir: '', dbPath: ':memory:', store, holds, usage: new UsageService(store), published: [], settlement };
-  await settlement.settle((await call(w, { input: 10, output: 0 })).input);
-  t.equal(store.accounts.byId('acc_1')?.balanceMicros, 990);
+  const w = world(t, { memory: true });
+  await w.settlement.settle((await call(w, { input: 10, output: 0 })).input);
+  t.equal(w.store.accounts.byId('acc_1')?.balanceMicros, 10_000_000 - 10);
 });
 
 t.test('a journal is an orphan when nobody holds its lock, whatever its pid', async (t) => {

@@ -8,7 +8,7 @@ import type { UsageRecord } from '../../src/store/usage.js';
 import { fundedKey, simulatedProviders, startTestGateway, testConfig, type FundedKey, type TestGateway } from '../support/gateway.js';
 import { REDIS_URL, redisSkipReason } from '../support/redis.js';
 import { ProviderSimulator } from '../support/simulator/server.js';
-import { balanceMicros, ceilMillion, charges, drainAll, header, inr, noHolds, usageRow } from '../support/e2e.js';
+import { balanceMicros, ceilMillion, charges, drainAll, header, inr, noHolds, postJson, usageRow, type RawResponse } from '../support/e2e.js';
 
 /**
  * End-to-end billing of /v1/chat/completions: exact µINR costs, ledger and usage rows,
@@ -21,12 +21,7 @@ import { balanceMicros, ceilMillion, charges, drainAll, header, inr, noHolds, us
 
 type Tap = Parameters<Parameters<typeof t.test>[0]>[0];
 
-interface Raw {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  text: string;
-  json: any;
-}
+type Raw = RawResponse;
 
 const MINI = 'openai/gpt-4o-mini';
 const HAIKU = 'anthropic/claude-haiku-4-5';
@@ -35,19 +30,7 @@ const PROMPT = 'hi';
 const USER = [{ role: 'user', content: PROMPT }];
 
 async function post(baseUrl: string, key: string, body: unknown, headers: Record<string, string> = {}): Promise<Raw> {
-  const res = await request(`${baseUrl}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, ...headers },
-    body: JSON.stringify(body),
-  });
-  const text = await res.body.text();
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: res.statusCode, headers: res.headers, text, json };
+  return postJson(`${baseUrl}/v1/chat/completions`, { authorization: `Bearer ${key}`, ...headers }, body);
 }
 
 /** INR per 1M tokens → µINR per 1M tokens, written out by hand for the catalog prices used here. */

@@ -7,7 +7,7 @@ import { countTextTokens } from '../../src/core/tokens.js';
 import type { UsageRecord } from '../../src/store/usage.js';
 import { fundedKey, simulatedProviders, startTestGateway, type FundedKey, type TestGateway } from '../support/gateway.js';
 import { ProviderSimulator, type Scenario } from '../support/simulator/server.js';
-import { charges, header, noHolds, until, usageRow } from '../support/e2e.js';
+import { charges, header, noHolds, postJson, until, usageRow, type RawResponse } from '../support/e2e.js';
 
 /**
  * End-to-end: POST /v1/chat/completions over raw HTTP against the provider simulator. SSE
@@ -20,12 +20,7 @@ import { charges, header, noHolds, until, usageRow } from '../support/e2e.js';
 
 type Tap = Parameters<Parameters<typeof t.test>[0]>[0];
 
-interface Raw {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  text: string;
-  json: any;
-}
+type Raw = RawResponse;
 
 const FAMILY_MODELS = {
   openai: 'openai/gpt-4o-mini',
@@ -38,21 +33,7 @@ const FAMILIES = Object.keys(FAMILY_MODELS) as FamilyName[];
 const USER = [{ role: 'user', content: 'Say something.' }];
 
 async function post(gw: TestGateway, key: string | undefined, body: unknown, headers: Record<string, string> = {}): Promise<Raw> {
-  const all: Record<string, string> = { 'content-type': 'application/json', ...headers };
-  if (key !== undefined) all.authorization = `Bearer ${key}`;
-  const res = await request(`${gw.url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: all,
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-  });
-  const text = await res.body.text();
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: res.statusCode, headers: res.headers, text, json };
+  return postJson(`${gw.url}/v1/chat/completions`, key === undefined ? headers : { ...headers, authorization: `Bearer ${key}` }, body);
 }
 
 /** The OpenAI error envelope with exactly message/type/code/param, a request id, and no stack trace. */

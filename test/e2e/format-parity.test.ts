@@ -6,7 +6,7 @@ import { countTextTokens, promptTokenBound } from '../../src/core/tokens.js';
 import type { UsageRecord } from '../../src/store/usage.js';
 import { fundedKey, simulatedProviders, startTestGateway, type FundedKey, type TestGateway } from '../support/gateway.js';
 import { ProviderSimulator, type SimUsage } from '../support/simulator/server.js';
-import { balanceMicros, ceilMillion, charges, header, inr, noHolds, until, usageRow } from '../support/e2e.js';
+import { balanceMicros, ceilMillion, charges, header, inr, noHolds, postJson, until, usageRow, type RawResponse } from '../support/e2e.js';
 
 /**
  * End-to-end parity of the three ingress formats (OpenAI chat completions, OpenAI Responses,
@@ -34,12 +34,7 @@ const PROMPT = 'hi';
 /** Messages requires max_tokens; the other formats get the same limit so holds are alike. */
 const DEFAULT_LIMIT = 1000;
 
-interface Raw {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  text: string;
-  json: any;
-}
+type Raw = RawResponse;
 
 interface CallOptions {
   model?: string;
@@ -70,19 +65,7 @@ function authHeaders(format: Format, key: string): Record<string, string> {
 }
 
 async function post(gw: TestGateway, format: Format, key: string, body: unknown): Promise<Raw> {
-  const res = await request(`${gw.url}${PATH[format]}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...authHeaders(format, key) },
-    body: JSON.stringify(body),
-  });
-  const text = await res.body.text();
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: res.statusCode, headers: res.headers, text, json };
+  return postJson(`${gw.url}${PATH[format]}`, authHeaders(format, key), body);
 }
 
 /** µINR per 1M tokens, written out by hand from config/models.yaml. */

@@ -1,4 +1,5 @@
 import type t from 'tap';
+import { request } from 'undici';
 import type { RunningGateway } from '../../src/main.js';
 import type { UsageRecord } from '../../src/store/usage.js';
 import type { FundedKey } from './gateway.js';
@@ -11,6 +12,31 @@ type Tap = Parameters<Parameters<typeof t.test>[0]>[0];
 export function header(raw: { headers: Record<string, string | string[] | undefined> }, name: string): string | undefined {
   const value = raw.headers[name];
   return Array.isArray(value) ? value[0] : value;
+}
+
+/** A response as the end-to-end tests check it: status, headers, the body as text and as JSON (when it is JSON). */
+export interface RawResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+  json: any;
+}
+
+/** POST with a JSON body (a string is sent as it is), read whole. */
+export async function postJson(url: string, headers: Record<string, string>, body: unknown): Promise<RawResponse> {
+  const res = await request(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.body.text();
+  let json: any;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.statusCode, headers: res.headers, text, json };
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

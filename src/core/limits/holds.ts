@@ -125,25 +125,29 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 `;
 
 // KEYS: account hash, key hash, leases. ARGV: prefix, hold id, amount, lease member, lease ms.
-const ACQUIRE = `${PURGE}
-purge(KEYS[3], ARGV[1], now)
-redis.call('HSET', KEYS[1], ARGV[2], ARGV[3])
-redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
-redis.call('ZADD', KEYS[3], now + tonumber(ARGV[5]), ARGV[4])
-return {total(KEYS[1]), total(KEYS[2])}
+// Takes one hold (after purging expired leases) and returns the account's and key's totals.
+const TAKE = `
+local function take(account, key, leases, prefix, id, amount, member, leaseMs)
+  purge(leases, prefix, now)
+  redis.call('HSET', account, id, amount)
+  redis.call('HSET', key, id, amount)
+  redis.call('ZADD', leases, now + tonumber(leaseMs), member)
+  return {total(account), total(key)}
+end
+`;
+
+const ACQUIRE = `${PURGE}${TAKE}
+return take(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 `;
 
 // The key's rate limit, then (when admitted) the hold: admission's two steps in one round trip.
 // KEYS: window, account hash, key hash, leases. ARGV: limit, window ms, request id, prefix,
 // hold id, amount, lease member, lease ms.
-const ADMIT = `${PURGE}${SLIDING_WINDOW_LUA}
+const ADMIT = `${PURGE}${TAKE}${SLIDING_WINDOW_LUA}
 local rate = slidingWindow(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], now)
 if rate[1] == 0 then return rate end
-purge(KEYS[4], ARGV[4], now)
-redis.call('HSET', KEYS[2], ARGV[5], ARGV[6])
-redis.call('HSET', KEYS[3], ARGV[5], ARGV[6])
-redis.call('ZADD', KEYS[4], now + tonumber(ARGV[8]), ARGV[7])
-return {rate[1], rate[2], rate[3], rate[4], total(KEYS[2]), total(KEYS[3])}
+local totals = take(KEYS[2], KEYS[3], KEYS[4], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8])
+return {rate[1], rate[2], rate[3], rate[4], totals[1], totals[2]}
 `;
 
 const RELEASE = `
@@ -241,7 +245,7 @@ export class RedisHoldStore implements HoldStore {
   }
 
   async acquire(hold: HoldRef): Promise<HoldTotals> {
-    const member = `${this.instance}|${hold.accountId}|${hold.keyId}|${hold.id}`;
+    const member = this.leaseMember(hold);
     this.mine.set(hold.id, member);
     const reply = (await this.scripts.acquire(...this.keys(hold.accountId, hold.keyId), this.prefix, hold.id, hold.amountMicros, member, LEASE_MS)) as number[];
     return { accountHeldMicros: Number(reply[0]), keyHeldMicros: Number(reply[1]) };
@@ -252,7 +256,7 @@ export class RedisHoldStore implements HoldStore {
    * admitted, its hold: one script, one round trip. No hold when the rate limit refuses.
    */
   async acquireIfAdmitted(keyId: string, limit: number, requestId: string, hold: HoldRef): Promise<{ rate: RateDecision; totals?: HoldTotals }> {
-    const member = `${this.instance}|${hold.accountId}|${hold.keyId}|${hold.id}`;
+    const member = this.leaseMember(hold);
     const [account, key, leases] = this.keys(hold.accountId, hold.keyId);
     this.mine.set(hold.id, member);
     let reply: unknown[];
@@ -307,6 +311,11 @@ export class RedisHoldStore implements HoldStore {
 
   close(): void {
     clearInterval(this.timer);
+  }
+
+  /** The lease's member: "instance|account|key|hold" (PURGE and CLEAR_INSTANCE parse it). */
+  private leaseMember(hold: HoldRef): string {
+    return `${this.instance}|${hold.accountId}|${hold.keyId}|${hold.id}`;
   }
 
   private keys(accountId: string, keyId: string): [string, string, string] {
