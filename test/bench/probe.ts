@@ -8,7 +8,8 @@ import { makeTarget, closedLoop, openLoop, specFor, median } from './load.js';
  * ROUNDS rounds (5) of 3 s, in turns; prints each round's CPU µs per request split by thread
  * (main, libuv/V8 workers, the checkpointer) and the median ratio. PROF=1 adds --cpu-prof to
  * both (profiles in /tmp/prof and /tmp/prof-floor); NOWARM=1 replaces the closed-loop warm-up
- * with 2 s of the open loop, so both profiles cover the same requests.
+ * with 2 s of the open loop, so both profiles cover the same requests. BASE=/other/checkout adds
+ * a third target, the daemon from that checkout (built, node_modules in place), for A/B work.
  *
  *   node --import tsx test/bench/probe.ts          (after npm run build)
  */
@@ -30,13 +31,19 @@ const rounds = Number(process.env.ROUNDS ?? 5);
 const sim = await startSimulator();
 const floorP = await startFloor(sim.url, sim.key, process.env.PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof-floor'] : []);
 const gw = await startGatewayProc({ name: 'gateway', simUrl: sim.url, simKey: sim.key, keys: 16, ...(process.env.PROF ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] } : {}) });
+const base = process.env.BASE ? await startGatewayProc({ name: 'base', simUrl: sim.url, simKey: sim.key, keys: 16, root: process.env.BASE }) : undefined;
 const targets = [makeTarget('floor', 'floor', floorP.url, floorP.pid, ['x']), makeTarget('gateway', 'gateway', gw.url, gw.pid, gw.keys)];
+if (base) targets.push(makeTarget('base', 'gateway', base.url, base.pid, base.keys));
 for (const t of targets) if (!process.env.NOWARM) await closedLoop(t, specFor(t, 'chat'), 8, 0, 3000); else await openLoop(t, specFor(t, 'chat'), rate, 2000, [t.pid]);
-const per: Record<string, number[]> = { floor: [], gateway: [] };
+const per: Record<string, number[]> = { floor: [], gateway: [], base: [] };
 const ratios: number[] = [];
+const baseRatios: number[] = [];
 for (let r = 0; r < rounds; r++) {
   const line: string[] = [];
-  for (const t of targets) {
+  // With a base, gateway and base swap places every other round (no order bias).
+  const order = base && r % 2 === 1 ? [targets[0], targets[2], targets[1]] : targets;
+  for (const t of order) {
+    if (!t) continue;
     const a = threads(t.pid);
     const res = await openLoop(t, specFor(t, 'chat'), rate, 3000, [t.pid]);
     const b = threads(t.pid);
@@ -46,9 +53,12 @@ for (let r = 0; r < rounds; r++) {
     line.push(`${t.id} ${total.toFixed(0)} (${parts.map(([k, v]) => `${k}=${v.toFixed(0)}`).join(' ')}) p50 ${res.latency[res.latency.length >> 1]?.toFixed(2)}ms err ${res.errors}`);
   }
   ratios.push((per.gateway?.at(-1) ?? 0) / (per.floor?.at(-1) ?? 1));
-  console.log(`round ${r + 1}: ${line.join(' | ')} ratio ${ratios.at(-1)?.toFixed(2)}`);
+  if (base) baseRatios.push((per.base?.at(-1) ?? 0) / (per.floor?.at(-1) ?? 1));
+  console.log(`round ${r + 1}: ${line.join(' | ')} ratio ${ratios.at(-1)?.toFixed(2)}${base ? ` base ${baseRatios.at(-1)?.toFixed(2)}` : ''}`);
 }
 console.log(`median: floor ${median(per.floor ?? []).toFixed(0)} µs, gateway ${median(per.gateway ?? []).toFixed(0)} µs, ratio ${median(ratios).toFixed(2)}`);
-for (const p of [sim, floorP, gw]) p.child.kill('SIGTERM');
-await Promise.all([sim, floorP, gw].map((p) => new Promise((r) => p.child.once('exit', r))));
+if (base) console.log(`base (${process.env.BASE}): ${median(per.base ?? []).toFixed(0)} µs, ratio ${median(baseRatios).toFixed(2)}; gateway ÷ base per round, median ${median(per.gateway?.map((g, i) => g / (per.base?.[i] ?? g)) ?? []).toFixed(3)}`);
+const procs = [sim, floorP, gw, ...(base ? [base] : [])];
+for (const p of procs) p.child.kill('SIGTERM');
+await Promise.all(procs.map((p) => new Promise((r) => p.child.once('exit', r))));
 process.exit(0);

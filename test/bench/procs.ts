@@ -175,6 +175,8 @@ export interface GatewayOptions {
   redis?: { url: string; keyPrefix: string };
   /** Node flags for the daemon (e.g. --cpu-prof). */
   nodeArgs?: string[];
+  /** Another checkout to run the daemon from (built, with node_modules), for A/B runs. */
+  root?: string;
 }
 
 export interface GatewayProc extends Proc {
@@ -185,8 +187,8 @@ export interface GatewayProc extends Proc {
   accountId: string;
 }
 
-function cli(args: string[], env: NodeJS.ProcessEnv): string {
-  return execFileSync(process.execPath, ['bin/gateway.js', ...args], { cwd: ROOT, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+function cli(args: string[], env: NodeJS.ProcessEnv, root = ROOT): string {
+  return execFileSync(process.execPath, ['bin/gateway.js', ...args], { cwd: root, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
 /** A gateway daemon in a temp dir: config, `gateway init`, `gateway serve`, then account and keys over HTTP. */
@@ -210,7 +212,7 @@ export async function startGatewayProc(options: GatewayOptions): Promise<Gateway
   writeFileSync(configPath, JSON.stringify(config, null, 2)); // JSON is YAML
 
   const env = cleanEnv();
-  const init = JSON.parse(cli(['init', '--config', configPath, '--email', 'admin@bench.local', '--name', 'Bench admin', '--password', 'bench-password-1', '--json'], env));
+  const init = JSON.parse(cli(['init', '--config', configPath, '--email', 'admin@bench.local', '--name', 'Bench admin', '--password', 'bench-password-1', '--json'], env, options.root));
   const adminKey = init.management_key as string;
   if (!/^akm-/.test(adminKey)) throw new Error(`gateway init printed no akm- key: ${JSON.stringify(init)}`);
 
@@ -220,7 +222,7 @@ export async function startGatewayProc(options: GatewayOptions): Promise<Gateway
   const url = `http://127.0.0.1:${port}`;
   const logFd = openSync(logPath, 'w');
   const child = spawn(process.execPath, [...(options.nodeArgs ?? []), 'bin/gateway.js', 'serve', '--config', configPath, '--port', String(port)], {
-    cwd: ROOT,
+    cwd: options.root ?? ROOT,
     stdio: ['ignore', logFd, logFd],
     env: cleanEnv(),
   });
