@@ -7,6 +7,7 @@ import { buildRouter } from './api/routes.js';
 import type { GatewayConfig } from './config/types.js';
 import { createHttpServer } from './http/server.js';
 import { connectRedis, createRedis } from './store/redis.js';
+import { ServingLock } from './store/serving-lock.js';
 import { Store } from './store/store.js';
 
 export interface RunningGateway {
@@ -34,10 +35,20 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     options.logger ?? pino({ level: config.logging.level, base: { service: 'llm-gateway' } }, pino.destination({ dest: 1, sync: false, minLength: 4096 }));
   const logFlush = setInterval(() => logger.flush(), 1000);
   logFlush.unref();
-  const store = Store.open(config.database.path, {
-    busyTimeoutMs: config.database.busyTimeoutMs,
-    onCheckpointError: (message) => logger.warn({ err: { message } }, 'WAL checkpoint failed'),
-  });
+  // Without Redis this daemon must be the database's only one (serving-lock.ts); it then
+  // also remembers admission's funds between calls.
+  const servingLock = ServingLock.take(config.database.path, config.redis ? 'shared' : 'alone');
+  let store: Store;
+  try {
+    store = Store.open(config.database.path, {
+      busyTimeoutMs: config.database.busyTimeoutMs,
+      onCheckpointError: (message) => logger.warn({ err: { message } }, 'WAL checkpoint failed'),
+    });
+  } catch (error) {
+    servingLock?.release();
+    throw error;
+  }
+  if (!config.redis) store.cacheFunds();
   let redis: Awaited<ReturnType<typeof createRedis>> | undefined;
   if (config.redis) {
     let lastError = '';
@@ -61,6 +72,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     app.holds.close();
     if (redis) redis.disconnect();
     await store.close();
+    servingLock?.release();
     throw new Error('the billing journal a stopped daemon left could not be applied (the database is busy): start again once it is free');
   }
   if (app.holds instanceof RedisHoldStore) {
@@ -111,6 +123,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       await app.upstream.close();
       if (redis) await redis.quit().catch(() => redis?.disconnect());
       await store.close();
+      servingLock?.release();
       clearInterval(logFlush);
       logger.info('gateway stopped');
       await new Promise<void>((resolve) => logger.flush(() => resolve()));

@@ -11,6 +11,78 @@ export interface Funds {
   key: { budgetMicros: number | null; spentMicros: number } | undefined;
 }
 
+/** A charge as the funds cache sees it: money off an account, and spend on a key. */
+export interface FundsCharge {
+  accountId: string;
+  apiKeyId?: string | null;
+  amountMicros: number;
+}
+
+/**
+ * Admission's funds, remembered, for a daemon that is the database's only writer (no Redis;
+ * main.ts holds the serving lock that keeps other daemons off the file). It is right as long
+ * as every write since it was filled is one it was told about: SQLite's `total_changes()`
+ * counts this connection's row changes (a lock-free, sub-microsecond read), so any other
+ * write (a top-up, a budget change, a deleted key) moves the count and empties the cache,
+ * while a settlement batch, which says what it charged, updates it in place.
+ */
+class FundsCache {
+  private readonly balances = new Map<string, number>();
+  /** By account and key; null when the key is not one of the account's. */
+  private readonly keys = new Map<string, { budgetMicros: number | null; spentMicros: number } | null>();
+  /** total_changes() when the cache was last known right. */
+  private mark = -1;
+
+  constructor(private readonly changes: () => number) {}
+
+  get(accountId: string, apiKeyId: string): Funds | undefined {
+    this.check();
+    const balance = this.balances.get(accountId);
+    const key = this.keys.get(`${accountId}\n${apiKeyId}`);
+    if (balance === undefined || key === undefined) return undefined;
+    return { balanceMicros: balance, key: key === null ? undefined : { budgetMicros: key.budgetMicros, spentMicros: key.spentMicros } };
+  }
+
+  set(accountId: string, apiKeyId: string, funds: Funds): void {
+    this.check();
+    if (this.keys.size >= MAX_CACHED) this.clear();
+    this.balances.set(accountId, funds.balanceMicros);
+    this.keys.set(`${accountId}\n${apiKeyId}`, funds.key ? { budgetMicros: funds.key.budgetMicros, spentMicros: funds.key.spentMicros } : null);
+  }
+
+  /** Charges committed since `before` (total_changes() then), and no other write. */
+  charged(before: number, charges: readonly FundsCharge[]): void {
+    if (this.mark !== before) {
+      this.clear();
+      this.mark = this.changes();
+      return;
+    }
+    for (const charge of charges) {
+      const balance = this.balances.get(charge.accountId);
+      if (balance !== undefined) this.balances.set(charge.accountId, balance - charge.amountMicros);
+      const key = charge.apiKeyId ? this.keys.get(`${charge.accountId}\n${charge.apiKeyId}`) : undefined;
+      if (key && charge.amountMicros > 0) key.spentMicros += charge.amountMicros;
+    }
+    this.mark = this.changes();
+  }
+
+  private check(): void {
+    const now = this.changes();
+    if (now !== this.mark) {
+      this.clear();
+      this.mark = now;
+    }
+  }
+
+  private clear(): void {
+    this.balances.clear();
+    this.keys.clear();
+  }
+}
+
+/** Accounts (and keys) the funds cache holds at most before it starts over. */
+const MAX_CACHED = 50_000;
+
 /** The SQLite store: one connection and a repository per table group. */
 export class Store {
   readonly accounts: AccountsRepo;
@@ -26,6 +98,8 @@ export class Store {
   /** Built once: better-sqlite3 builds four wrappers per transaction() call. */
   private readonly runInTransaction;
   private readonly fundsStmt;
+  private readonly changesStmt;
+  private fundsCache: FundsCache | undefined;
 
   /** @param path the database file (':memory:' for none), for files kept beside it. */
   constructor(
@@ -36,6 +110,7 @@ export class Store {
     this.fundsStmt = db
       .prepare('SELECT a.balance_micros, k.budget_micros, k.spent_micros FROM accounts a LEFT JOIN api_keys k ON k.id = ? AND k.account_id = a.id WHERE a.id = ?')
       .raw();
+    this.changesStmt = db.prepare('SELECT total_changes()').pluck();
     this.barrier = new ReadBarrier(db);
     this.accounts = new AccountsRepo(db, this.barrier);
     this.apiKeys = new KeysRepo(db, 'api', this.barrier);
@@ -66,9 +141,32 @@ export class Store {
    * account does not exist.
    */
   funds(accountId: string, apiKeyId: string): Funds | undefined {
+    const cached = this.fundsCache?.get(accountId, apiKeyId);
+    if (cached) return cached;
     const row = this.fundsStmt.get(apiKeyId, accountId) as [number, number | null, number | null] | undefined;
     if (!row) return undefined;
-    return { balanceMicros: row[0], key: row[2] === null ? undefined : { budgetMicros: row[1], spentMicros: row[2] } };
+    const funds = { balanceMicros: row[0], key: row[2] === null ? undefined : { budgetMicros: row[1], spentMicros: row[2] } };
+    this.fundsCache?.set(accountId, apiKeyId, funds);
+    return funds;
+  }
+
+  /**
+   * Remember admission's funds between calls. Only for a daemon that is the only writer of
+   * the database file (see FundsCache): another process's writes would go unseen.
+   */
+  cacheFunds(): void {
+    this.fundsCache ??= new FundsCache(() => this.changesStmt.get() as number);
+  }
+
+  /**
+   * Runs `write` (the charges, with whatever else belongs in their transaction) in one
+   * transaction; the funds cache then takes the charges instead of starting over.
+   */
+  charge<T>(charges: readonly FundsCharge[], write: () => T): T {
+    const before = this.changesStmt.get() as number;
+    const result = this.transaction(write);
+    this.fundsCache?.charged(before, charges);
+    return result;
   }
 
   /** A trivial query: proves the file is open and readable. */

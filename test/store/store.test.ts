@@ -135,6 +135,54 @@ t.test('funds: balance and key budget in one read; only the account\'s own key c
   t.equal(store.funds('acc_nope', 'key_1'), undefined, 'an unknown account has no funds');
 });
 
+t.test('funds cache: reads once, takes batch charges in place, and starts over after any other write', async (t) => {
+  const store = Store.open(':memory:');
+  t.teardown(() => store.close());
+  store.cacheFunds();
+  seedAccount(store);
+  store.apiKeys.insert({ id: 'key_1', accountId: 'acc_1', name: 'k', keyHash: 'a'.repeat(64), maskedKey: 'sk-…', budgetMicros: 5_000_000, expiresAt: null, now: 1 });
+  store.ledger.credit('topup', { accountId: 'acc_1', amountMicros: 9_000_000, now: 2 });
+  const fromDb = () => {
+    const row = store.db.prepare('SELECT a.balance_micros AS b, k.budget_micros AS budget, k.spent_micros AS spent FROM accounts a JOIN api_keys k ON k.account_id = a.id WHERE a.id = ?').get('acc_1') as { b: number; budget: number | null; spent: number };
+    return { balanceMicros: row.b, key: { budgetMicros: row.budget, spentMicros: row.spent } };
+  };
+  t.same(store.funds('acc_1', 'key_1'), { balanceMicros: 9_000_000, key: { budgetMicros: 5_000_000, spentMicros: 0 } });
+
+  // A settlement batch: the cache takes the charges (two on one key) without a read.
+  const charges = [
+    { accountId: 'acc_1', amountMicros: 1_000_000, requestId: 'req_1', apiKeyId: 'key_1', now: 3 },
+    { accountId: 'acc_1', amountMicros: 250_000, requestId: 'req_2', apiKeyId: 'key_1', now: 3 },
+  ];
+  store.charge(charges, () => store.ledger.chargeManyInTransaction(charges));
+  t.same(store.funds('acc_1', 'key_1'), { balanceMicros: 7_750_000, key: { budgetMicros: 5_000_000, spentMicros: 1_250_000 } });
+  t.same(store.funds('acc_1', 'key_1'), fromDb(), 'the cache agrees with the database after a batch');
+
+  // Other writes through this connection: a top-up, a budget change, a single charge.
+  store.ledger.credit('topup', { accountId: 'acc_1', amountMicros: 1_000_000, now: 4 });
+  t.equal(store.funds('acc_1', 'key_1')?.balanceMicros, 8_750_000, 'a top-up is seen');
+  store.apiKeys.update('key_1', { budgetMicros: 2_000_000 });
+  t.same(store.funds('acc_1', 'key_1')?.key, { budgetMicros: 2_000_000, spentMicros: 1_250_000 }, 'a budget change is seen');
+  store.ledger.charge({ accountId: 'acc_1', amountMicros: 500_000, requestId: 'req_3', apiKeyId: 'key_1', now: 5 });
+  t.same(store.funds('acc_1', 'key_1'), fromDb(), 'a charge outside a batch is seen');
+
+  // A batch after an unannounced write: the cache starts over rather than apply deltas to stale values.
+  store.db.prepare('UPDATE accounts SET balance_micros = balance_micros - 1 WHERE id = ?').run('acc_1');
+  const more = [{ accountId: 'acc_1', amountMicros: 100, requestId: 'req_4', apiKeyId: 'key_1', now: 6 }];
+  store.charge(more, () => store.ledger.chargeManyInTransaction(more));
+  t.same(store.funds('acc_1', 'key_1'), fromDb(), 'right after a batch that followed another write');
+
+  // A batch that fails changes nothing in the cache's view.
+  const failing = [{ accountId: 'acc_1', amountMicros: 100, requestId: 'req_4', apiKeyId: 'key_1', now: 7 }];
+  t.throws(() => store.charge(failing, () => store.ledger.chargeManyInTransaction(failing)), { code: 'SQLITE_CONSTRAINT_UNIQUE' });
+  t.same(store.funds('acc_1', 'key_1'), fromDb(), 'a rolled-back batch is not taken');
+
+  // Another account's key is not this account's, cached or not.
+  seedAccount(store, 'acc_2', 'b@example.com');
+  t.same(store.funds('acc_2', 'key_1'), { balanceMicros: 0, key: undefined });
+  t.same(store.funds('acc_2', 'key_1'), { balanceMicros: 0, key: undefined }, 'the same from the cache');
+  t.same(store.funds('acc_1', 'key_1'), fromDb());
+});
+
 t.test('usage: filters by key without an index of their own', async (t) => {
   const store = Store.open(':memory:');
   t.teardown(() => store.close());

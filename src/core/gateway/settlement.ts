@@ -5,6 +5,7 @@ import type { HoldRef, HoldStore } from '../limits/holds.js';
 import type { UsageService } from '../management/usage.js';
 import { costMicros } from '../pricing.js';
 import { BillingJournal, orphanJournals } from '../../store/billing-journal.js';
+import type { ChargeInput } from '../../store/ledger.js';
 import type { Store } from '../../store/store.js';
 import type { NewUsage, UsageRecord } from '../../store/usage.js';
 
@@ -292,11 +293,11 @@ export class Settlement {
     const done: Pending[] = [];
     const rejected: Pending[] = [];
     try {
-      this.store.transaction(() => {
-        const charges = [];
-        for (const { costMicros: cost, row } of batch) {
-          if (cost > 0) charges.push({ accountId: row.accountId, amountMicros: cost, requestId: row.requestId, apiKeyId: row.apiKeyId, now: row.createdAt });
-        }
+      const charges: ChargeInput[] = [];
+      for (const { costMicros: cost, row } of batch) {
+        if (cost > 0) charges.push({ accountId: row.accountId, amountMicros: cost, requestId: row.requestId, apiKeyId: row.apiKeyId, now: row.createdAt });
+      }
+      this.store.charge(charges, () => {
         this.store.ledger.chargeManyInTransaction(charges);
         for (const entry of batch) records.push(this.store.usage.insert(entry.row));
       });
