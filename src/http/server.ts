@@ -4,7 +4,7 @@ import { CallSignal } from '../core/abort.js';
 import { CallAborted, errors, GatewayError, isGatewayError } from '../core/errors.js';
 import { newRequestId } from '../core/ids.js';
 import { readJson } from './body.js';
-import { sendError, sendJson } from './respond.js';
+import { sendError, sendJson, setRequestId } from './respond.js';
 import type { Router } from './router.js';
 
 export interface RequestContext {
@@ -55,7 +55,7 @@ export function createHttpServer(options: HttpServerOptions): Server {
     // Always the gateway's own id: it keys the call's hold, charge and usage row, so a client
     // that reused an id could otherwise dodge billing. The client's id is logged beside it.
     const requestId = newRequestId();
-    res.setHeader('x-request-id', requestId);
+    setRequestId(res, requestId);
     const incomingId = req.headers['x-request-id'];
     const method = req.method ?? 'GET';
     const url = req.url ?? '/';

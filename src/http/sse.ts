@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { responseHeaders } from './respond.js';
 
 /**
  * Writes Server-Sent Events to a response, one event per write, waiting for `drain` when the
@@ -18,13 +19,10 @@ export class SseWriter {
   }
 
   open(status = 200, headers: Record<string, string> = {}): void {
-    this.res.writeHead(status, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-      ...headers,
-    });
+    this.res.writeHead(
+      status,
+      responseHeaders(this.res, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' }, headers),
+    );
     this.res.flushHeaders();
   }
 

@@ -11,7 +11,9 @@ import type { NewUsage } from './usage.js';
  * A call is settled when its line is written: one write(2) for all the calls that end in the
  * same turn of the event loop, before any of their clients gets its last bytes. The charges
  * and usage rows are then applied to SQLite in batches (settlement.ts), and the file is
- * emptied once everything written to it is committed. If the process dies in between, the
+ * marked applied once everything written to it is committed (the file itself is cut back
+ * only once it passes JOURNAL_TRIM_BYTES: appending to a file of allocated pages costs about
+ * half as much as appending to one just truncated). If the process dies in between, the
  * next daemon to start on the database (or a running one, on its next scan) applies the
  * lines the dead process left, each exactly once: a request id already in the usage table is
  * skipped. Whether a journal's owner is alive is told by a lock, not by its pid (pids are
@@ -21,9 +23,15 @@ import type { NewUsage } from './usage.js';
  * Durability matches the database's `synchronous = NORMAL`: a process crash loses
  * nothing, an OS crash can lose the last writes of both.
  */
+/** Past this size a journal whose lines are all applied is cut back to empty. */
+export const JOURNAL_TRIM_BYTES = 1 << 20;
+
 export class BillingJournal {
   private fd: number | undefined;
+  /** Bytes in the file. */
   private size = 0;
+  /** Whether the file holds lines not yet committed to the database. */
+  private unapplied = false;
 
   private constructor(
     readonly path: string,
@@ -73,6 +81,7 @@ export class BillingJournal {
       throw error;
     }
     this.size += size;
+    this.unapplied = true;
   }
 
   /** Calls the database refused for good, kept for an operator in `rejected.log` beside the journals. */
@@ -80,9 +89,13 @@ export class BillingJournal {
     appendFileSync(join(dirname(this.path), 'rejected.log'), rows.map((row) => `${JSON.stringify(row)}\n`).join(''), { mode: 0o600 });
   }
 
-  /** Everything written so far is committed to the database: empty the file. */
+  /**
+   * Everything written so far is committed to the database. The lines stay until the file
+   * passes JOURNAL_TRIM_BYTES (a replay skips applied calls by their request ids).
+   */
   clear(): void {
-    if (this.fd === undefined || this.size === 0) return;
+    this.unapplied = false;
+    if (this.fd === undefined || this.size < JOURNAL_TRIM_BYTES) return;
     ftruncateSync(this.fd, 0);
     this.size = 0;
   }
@@ -90,10 +103,10 @@ export class BillingJournal {
   /** At a clean stop, once everything is applied: close and remove the file. */
   close(): void {
     if (this.fd === undefined) return;
-    const empty = this.size === 0;
+    const applied = !this.unapplied;
     closeSync(this.fd);
     this.fd = undefined;
-    if (empty) {
+    if (applied) {
       removeFile(this.path);
       removeFile(lockPath(this.path));
     }

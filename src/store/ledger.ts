@@ -71,6 +71,8 @@ export interface ChargeInput {
  */
 export class LedgerRepo {
   private readonly insertStmt;
+  /** A charge's entry, positional (a batch inserts one per call). */
+  private readonly insertChargeStmt;
   private readonly applyStmt;
   private readonly byReferenceStmt;
   private readonly byChargeRequestStmt;
@@ -87,6 +89,10 @@ export class LedgerRepo {
     this.insertStmt = db.prepare(
       `INSERT INTO ledger (account_id, kind, amount_micros, balance_after_micros, reference, request_id, api_key_id, note, created_by, created_at)
        VALUES (@account_id, @kind, @amount, @balance_after, @reference, @request_id, @api_key_id, @note, @created_by, @now)`,
+    );
+    this.insertChargeStmt = db.prepare(
+      `INSERT INTO ledger (account_id, kind, amount_micros, balance_after_micros, reference, request_id, api_key_id, note, created_by, created_at)
+       VALUES (?, 'charge', ?, ?, NULL, ?, ?, NULL, NULL, ?)`,
     );
     this.applyStmt = db.prepare(
       'UPDATE accounts SET balance_micros = balance_micros + @amount, updated_at = @now WHERE id = @account_id RETURNING balance_micros',
@@ -191,18 +197,7 @@ export class LedgerRepo {
     for (const input of inputs) {
       const balanceAfter = (running.get(input.accountId) as number) - input.amountMicros;
       running.set(input.accountId, balanceAfter);
-      this.insertStmt.run({
-        account_id: input.accountId,
-        kind: 'charge',
-        amount: -input.amountMicros,
-        balance_after: balanceAfter,
-        reference: null,
-        request_id: input.requestId,
-        api_key_id: input.apiKeyId ?? null,
-        note: null,
-        created_by: null,
-        now: input.now,
-      });
+      this.insertChargeStmt.run(input.accountId, -input.amountMicros, balanceAfter, input.requestId, input.apiKeyId ?? null, input.now);
     }
     for (const [keyId, total] of perKey) this.spendStmt.run(total, keyId);
   }

@@ -78,21 +78,45 @@ export interface UsageFilter {
 
 export class UsageRepo {
   private readonly insertStmt;
+  private readonly existsStmt;
 
   constructor(
     private readonly db: Db,
     private readonly barrier?: ReadBarrier,
   ) {
+    this.existsStmt = db.prepare('SELECT 1 FROM usage WHERE request_id = ?').pluck();
     this.insertStmt = db.prepare(
       `INSERT INTO usage (request_id, account_id, api_key_id, model, provider, endpoint, stream, input_tokens, output_tokens,
          cache_read_tokens, cache_write_tokens, cost_micros, status, error_type, latency_ms, created_at)
-       VALUES (@requestId, @accountId, @apiKeyId, @model, @provider, @endpoint, @stream, @inputTokens, @outputTokens,
-         @cacheReadTokens, @cacheWriteTokens, @costMicros, @status, @errorType, @latencyMs, @createdAt)`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
   }
 
+  /** Whether a call's row is in (its charge, if any, went in with it). */
+  has(requestId: string): boolean {
+    return this.existsStmt.get(requestId) !== undefined;
+  }
+
   insert(usage: NewUsage): UsageRecord {
-    const result = this.insertStmt.run({ ...usage, stream: usage.stream ? 1 : 0 });
+    // Positional parameters: settlement inserts a row per call, and binding by name costs more.
+    const result = this.insertStmt.run(
+      usage.requestId,
+      usage.accountId,
+      usage.apiKeyId,
+      usage.model,
+      usage.provider,
+      usage.endpoint,
+      usage.stream ? 1 : 0,
+      usage.inputTokens,
+      usage.outputTokens,
+      usage.cacheReadTokens,
+      usage.cacheWriteTokens,
+      usage.costMicros,
+      usage.status,
+      usage.errorType,
+      usage.latencyMs,
+      usage.createdAt,
+    );
     return { ...usage, id: Number(result.lastInsertRowid) };
   }
 

@@ -7,7 +7,7 @@ import type { ModelConfig } from '../../src/config/types.js';
 import { Settlement, type SettleInput } from '../../src/core/gateway/settlement.js';
 import { MemoryHoldStore, type HoldRef } from '../../src/core/limits/holds.js';
 import { UsageService } from '../../src/core/management/usage.js';
-import { journalDir } from '../../src/store/billing-journal.js';
+import { BillingJournal, JOURNAL_TRIM_BYTES, journalDir } from '../../src/store/billing-journal.js';
 import { Store } from '../../src/store/store.js';
 import type { NewUsage, UsageRecord } from '../../src/store/usage.js';
 import { tempDir } from '../support/gateway.js';
@@ -94,6 +94,12 @@ function journalLines(w: World): string[] {
     .flatMap((name) => readFileSync(join(dir, name), 'utf8').split('\n').filter(Boolean));
 }
 
+/** Journal lines whose call is not in the usage table: what a replay would still apply. */
+function unappliedLines(w: World): string[] {
+  const applied = w.store.db.prepare('SELECT 1 FROM usage WHERE request_id = ?').pluck();
+  return journalLines(w).filter((line) => applied.get((JSON.parse(line) as NewUsage).requestId) === undefined);
+}
+
 t.test('a settled call is journaled at once, held at its cost, and in the ledger after its batch', async (t) => {
   const w = world(t);
   const { input, hold } = await call(w, { input: 100, output: 50 }, 1000);
@@ -110,7 +116,7 @@ t.test('a settled call is journaled at once, held at its cost, and in the ledger
   t.equal(w.settlement.drain(), true);
   t.same(rawCounts(w), { usage: 1, charges: 1, balance: 9_999_800, spent: 200 }, 'charge, balance, key spend and usage row applied');
   t.same(await w.holds.held('acc_1', 'key_1'), { accountHeldMicros: 0, keyHeldMicros: 0 }, 'hold released after the commit');
-  t.same(journalLines(w), [], 'journal emptied');
+  t.same(unappliedLines(w), [], 'nothing in the journal left to apply');
   t.equal(w.published.length, 1, 'published once applied');
   t.equal(w.published[0]?.requestId, input.requestId);
   t.ok((w.published[0]?.id ?? 0) > 0, 'with its row id');
@@ -182,7 +188,7 @@ t.test('a batch the database cannot take now stays pending, held and journaled, 
   t.equal(w.settlement.failing, false);
   t.same(rawCounts(w), { usage: 1, charges: 1, balance: 10_000_000 - 100, spent: 100 });
   t.same(await w.holds.held('acc_1', 'key_1'), { accountHeldMicros: 0, keyHeldMicros: 0 });
-  t.same(journalLines(w), []);
+  t.same(unappliedLines(w), []);
 });
 
 t.test('a row the ledger refuses is set aside in rejected.log; the rest of its batch applies', async (t) => {
@@ -322,4 +328,35 @@ t.test('closing while the database refuses batches keeps the calls in the journa
   const second = world(t, { dir });
   t.match(second.settlement.recoverOrphans(), { applied: 1, complete: true }, 'the next start applies it');
   t.equal(second.store.accounts.byId('acc_1')?.balanceMicros, 10_000_000 - 40);
+});
+
+t.test('the journal file keeps applied lines until it passes its trim size; a clean stop removes it', async (t) => {
+  const dir = tempDir();
+  t.teardown(dir.remove);
+  const dbPath = join(dir.path, 'gateway.db');
+  const row = (n: number): NewUsage => ({
+    requestId: `req_${n}`, accountId: 'acc_1', apiKeyId: 'key_1', model: 'm', provider: 'p', endpoint: 'chat.completions', stream: false,
+    inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costMicros: 1, status: 200, errorType: null, latencyMs: 1, createdAt: n,
+  });
+  const files = () => readdirSync(journalDir(dbPath)).filter((name) => name.endsWith('.log'));
+  const size = () => readFileSync(join(journalDir(dbPath), files()[0] as string)).length;
+
+  const journal = BillingJournal.open(dbPath) as BillingJournal;
+  journal.append([row(1), row(2)]);
+  const small = size();
+  journal.clear();
+  t.equal(size(), small, 'below the trim size the applied lines stay (a replay skips them)');
+  let n = 3;
+  while (size() < JOURNAL_TRIM_BYTES) journal.append(Array.from({ length: 500 }, () => row(n++)));
+  journal.clear();
+  t.equal(size(), 0, 'past it, the file is cut back');
+  journal.append([row(n++)]);
+  journal.close();
+  t.equal(files().length, 1, 'a stop with unapplied lines keeps the file for the next start');
+
+  const next = BillingJournal.open(dbPath) as BillingJournal;
+  next.append([row(n++)]);
+  next.clear();
+  next.close();
+  t.equal(files().length, 1, 'a clean stop with everything applied removes its file (the other is an orphan)');
 });

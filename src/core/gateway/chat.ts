@@ -108,7 +108,7 @@ export class ChatService {
   }
 
   async complete(draft: ChatDraft, ctx: CallContext): Promise<ChatOutcome> {
-    const prepared = await this.prepare({ ...draft, stream: false }, ctx);
+    const prepared = await this.prepare(draft.stream ? { ...draft, stream: false } : draft, ctx);
     const { model, family, request, headers } = prepared;
     let result: ChatResult;
     let usage: Usage;
@@ -134,11 +134,12 @@ export class ChatService {
     }
     // Outside the try: a failed settlement must not be settled a second time as a failure.
     const record = await this.settle(prepared, ctx, usage, 200);
-    return { result, usage, model, costMicros: record.costMicros, headers: { ...headers, 'x-gateway-cost-inr': formatMicros(record.costMicros) } };
+    headers['x-gateway-cost-inr'] = formatMicros(record.costMicros);
+    return { result, usage, model, costMicros: record.costMicros, headers };
   }
 
   async stream(draft: ChatDraft, ctx: CallContext): Promise<ChatStreamOutcome> {
-    const prepared = await this.prepare({ ...draft, stream: true }, ctx);
+    const prepared = await this.prepare(draft.stream ? draft : { ...draft, stream: true }, ctx);
     let response: UpstreamResponse;
     try {
       response = await this.send(prepared, ctx);
@@ -231,21 +232,22 @@ export class ChatService {
       });
     }
     const family = PROVIDER_FAMILIES[provider.type];
-    const { ignoredParams: ingressIgnored = [], maxTokens: requestedMaxTokens, maxTokensField = 'max_tokens', ...rest } = draft;
     const admission = await this.admitter.admit({
       requestId: ctx.requestId,
       accountId: ctx.accountId,
       apiKeyId: ctx.apiKeyId,
       rateLimit: ctx.rateLimit,
       model,
-      promptTokens: promptTokenBound(rest),
-      requestedMaxTokens,
-      maxTokensField,
+      promptTokens: promptTokenBound(draft),
+      requestedMaxTokens: draft.maxTokens,
+      maxTokensField: draft.maxTokensField ?? 'max_tokens',
     });
     this.open += 1;
-    const headers: Record<string, string> = { ...rateHeaders(admission.rate), 'x-gateway-model': model.id };
-    const partial = { model, provider, family, admission, headers };
-    let request: ChatRequest = { ...rest, model: model.id, upstreamModel: model.upstreamModel, maxTokens: admission.maxTokens };
+    const headers = rateHeaders(admission.rate);
+    headers['x-gateway-model'] = model.id;
+    // One copy of the draft (hot path): its ingress-only fields (ignoredParams,
+    // maxTokensField) ride along unread; providers read the canonical fields only.
+    let request: ChatRequest = { ...draft, model: model.id, upstreamModel: model.upstreamModel, maxTokens: admission.maxTokens };
     try {
       // After admission, so a refused call makes the gateway fetch nothing.
       if (!family.fetchesImageUrls) request = { ...request, messages: await inlineRemoteImages(request.messages, ctx.signal.toAbortSignal()) };
@@ -254,11 +256,11 @@ export class ChatService {
       throw error;
     }
     const call = family.buildChatRequest(request, provider);
-    const ignored = [...ingressIgnored, ...call.ignoredParams];
+    const ignored = [...(draft.ignoredParams ?? []), ...call.ignoredParams];
     // Extra fields of the ingress's own wire family mean nothing to another family.
     if (request.passthrough && request.passthrough.family !== provider.type) ignored.push(...Object.keys(request.passthrough.fields));
     if (ignored.length > 0) headers['x-gateway-ignored-params'] = [...new Set(ignored)].join(', ');
-    return { ...partial, request, call };
+    return { model, provider, family, admission, headers, request, call };
   }
 
   /** Sends the upstream request; a non-2xx answer becomes the normalized error. */

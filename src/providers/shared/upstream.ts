@@ -1,4 +1,4 @@
-import { Agent, request, type Dispatcher } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 import type { ProviderConfig } from '../../config/types.js';
 import type { CallSignal } from '../../core/abort.js';
 import { CallAborted, type GatewayError } from '../../core/errors.js';
@@ -18,14 +18,18 @@ export interface UpstreamResponse {
  */
 export class UpstreamClient {
   private readonly agents = new Map<string, Agent>();
+  /** Upstream URLs split once into origin and path: the agent is called directly, with no URL parse per call. */
+  private readonly targets = new Map<string, { origin: string; path: string }>();
 
   async send(provider: ProviderConfig, call: UpstreamRequest, signal: CallSignal): Promise<UpstreamResponse> {
     try {
-      const response = await request(call.url, {
+      const { origin, path } = this.target(call.url);
+      const response = await this.agent(provider).request({
+        origin,
+        path,
         method: 'POST',
         headers: call.headers,
         body: JSON.stringify(call.body),
-        dispatcher: this.agent(provider),
         signal,
         headersTimeout: provider.timeouts.firstByteMs,
         bodyTimeout: provider.timeouts.idleMs,
@@ -39,6 +43,19 @@ export class UpstreamClient {
   async close(): Promise<void> {
     await Promise.all([...this.agents.values()].map((agent) => agent.close()));
     this.agents.clear();
+  }
+
+  private target(url: string): { origin: string; path: string } {
+    let target = this.targets.get(url);
+    if (!target) {
+      const parsed = new URL(url);
+      if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error(`upstream URL ${parsed.origin} is not http(s)`);
+      target = { origin: parsed.origin, path: `${parsed.pathname}${parsed.search}` };
+      // Bounded: the catalog's models times their endpoints, unless URLs carry per-call parts.
+      if (this.targets.size >= 1000) this.targets.clear();
+      this.targets.set(url, target);
+    }
+    return target;
   }
 
   private agent(provider: ProviderConfig): Agent {
