@@ -1,5 +1,3 @@
-import { request } from 'undici';
-
 /** HTTP client for the daemon's management API (and the public catalog). */
 
 export class CliError extends Error {
@@ -68,6 +66,9 @@ export class ManagementClient {
     if (this.options.key) headers.authorization = `Bearer ${this.options.key}`;
     if (init.body !== undefined) headers['content-type'] = 'application/json';
     try {
+      // Loaded here, not at the top: `gateway serve` imports this module too, and a daemon has
+      // no use for undici's index (src/providers/shared/http-agent.ts).
+      const { request } = await import('undici');
       return await request(url, {
         method: method as 'GET',
         headers,

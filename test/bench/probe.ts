@@ -50,7 +50,7 @@ for (let r = 0; r < rounds; r++) {
     const parts = [...b].map(([k, v]) => [k, (v - (a.get(k) ?? 0)) / res.sent] as const).filter(([, v]) => v > 0).sort((x, y) => y[1] - x[1]);
     const total = parts.reduce((s, [, v]) => s + v, 0);
     per[t.id]?.push(total);
-    line.push(`${t.id} ${total.toFixed(0)} (${parts.map(([k, v]) => `${k}=${v.toFixed(0)}`).join(' ')}) p50 ${res.latency[res.latency.length >> 1]?.toFixed(2)}ms err ${res.errors}`);
+    line.push(`${t.id} ${total.toFixed(0)} (${parts.map(([k, v]) => `${k}=${v.toFixed(0)}`).join(' ')}) p50 ${res.latency[res.latency.length >> 1]?.toFixed(2)} p99 ${res.latency[Math.floor(res.latency.length * 0.99)]?.toFixed(2)}ms err ${res.errors}`);
   }
   ratios.push((per.gateway?.at(-1) ?? 0) / (per.floor?.at(-1) ?? 1));
   if (base) baseRatios.push((per.base?.at(-1) ?? 0) / (per.floor?.at(-1) ?? 1));

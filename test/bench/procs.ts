@@ -199,7 +199,7 @@ export async function startGatewayProc(options: GatewayOptions): Promise<Gateway
   const configPath = join(dir, 'gateway.yaml');
   const config: Record<string, unknown> = {
     server: { host: '127.0.0.1', port: 0, shutdown_timeout: '5s' },
-    database: { path: dbPath },
+    database: { path: dbPath, ...(process.env.BENCH_BATCH_WINDOW ? { billing_batch_window: process.env.BENCH_BATCH_WINDOW } : {}) },
     auth: { jwt_secret: 'bench-secret-bench-secret-bench-secret-0123', bcrypt_rounds: 4 },
     logging: { level: process.env.BENCH_LOG_LEVEL ?? 'info' },
     providers: {

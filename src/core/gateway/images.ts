@@ -1,4 +1,3 @@
-import { request } from 'undici';
 import type { ContentPart, Message } from '../canonical.js';
 import { GatewayError } from '../errors.js';
 
@@ -40,6 +39,8 @@ async function fetchImage(url: string, signal: AbortSignal): Promise<{ kind: 'ba
   // Follows up to MAX_REDIRECTS redirects (CDN links, http → https).
   for (let hop = 0; ; hop++) {
     try {
+      // Loaded on first use: most daemons never inline an image (src/providers/shared/http-agent.ts).
+      const { request } = await import('undici');
       response = await request(target, { method: 'GET', signal: AbortSignal.any([signal, AbortSignal.timeout(FETCH_TIMEOUT_MS)]) });
     } catch (error) {
       throw fail(`could not be downloaded (${(error as { code?: string }).code ?? (error as Error).message})`);

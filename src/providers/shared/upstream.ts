@@ -1,9 +1,10 @@
-import { Agent, type Dispatcher } from 'undici';
+import type { Agent as UndiciAgent, Dispatcher } from 'undici';
 import type { ProviderConfig } from '../../config/types.js';
 import type { CallSignal } from '../../core/abort.js';
 import { CallAborted, type GatewayError } from '../../core/errors.js';
 import type { UpstreamRequest } from '../types.js';
 import { upstreamBroken, upstreamTimeout } from './errors.js';
+import { Agent, requestVia } from './http-agent.js';
 
 export interface UpstreamResponse {
   status: number;
@@ -17,14 +18,14 @@ export interface UpstreamResponse {
  * `bodyTimeout`. Aborting the signal (client disconnect) destroys the upstream socket.
  */
 export class UpstreamClient {
-  private readonly agents = new Map<string, Agent>();
+  private readonly agents = new Map<string, UndiciAgent>();
   /** Upstream URLs split once into origin and path: the agent is called directly, with no URL parse per call. */
   private readonly targets = new Map<string, { origin: string; path: string }>();
 
   async send(provider: ProviderConfig, call: UpstreamRequest, signal: CallSignal): Promise<UpstreamResponse> {
     try {
       const { origin, path } = this.target(call.url);
-      const response = await this.agent(provider).request({
+      const response = await requestVia(this.agent(provider), {
         origin,
         path,
         method: 'POST',
@@ -58,7 +59,7 @@ export class UpstreamClient {
     return target;
   }
 
-  private agent(provider: ProviderConfig): Agent {
+  private agent(provider: ProviderConfig): UndiciAgent {
     let agent = this.agents.get(provider.name);
     if (!agent) {
       // No cap on connections: each open stream holds one, and a cap would leave streams
