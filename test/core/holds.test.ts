@@ -58,6 +58,36 @@ t.test('Redis holds: shrink and releaseAll in one script each', { skip: redisSki
   t.same(await redis.zrange(`${prefix}hold:leases`, '0', '-1'), [], 'no lease left');
 });
 
+t.test('Redis holds: calls settling in separate turns share one SHRINK script', { skip: redisSkipReason() }, async (t) => {
+  const { holds, prefix } = redisHolds(t);
+  const watcher = new Redis(REDIS_URL);
+  const monitor = await watcher.monitor();
+  t.teardown(() => {
+    monitor.disconnect();
+    watcher.disconnect();
+  });
+  const scripts: string[][] = [];
+  monitor.on('monitor', (_time: string, args: string[]) => {
+    // SHRINK is the holds' only script with no KEYS: EVAL[SHA] script 0 account-key key-key id amount ...
+    if (/^eval(sha)?$/i.test(args[0] ?? '') && args[2] === '0' && args[3]?.startsWith(prefix)) scripts.push(args);
+  });
+  const refs = [1, 2, 3].map((n): HoldRef => ({ id: `req_${n}`, accountId: 'acc', keyId: 'k1', amountMicros: 1000 }));
+  for (const ref of refs) await holds.acquire(ref);
+  const sent: Promise<void>[] = [];
+  for (const ref of refs) {
+    sent.push(holds.shrink([{ hold: ref, amountMicros: 100 }]));
+    await new Promise((resolve) => setImmediate(resolve)); // a turn of its own, as each call's settlement
+  }
+  await Promise.all(sent);
+  t.same(await holds.held('acc', 'k1'), { accountHeldMicros: 300, keyHeldMicros: 300 }, 'all three lowered');
+  await new Promise((resolve) => setTimeout(resolve, 100)); // MONITOR lines arrive after the replies
+  t.equal(scripts.length, 1, 'in one script');
+  t.equal(scripts[0]?.length, 3 + 4 * 3, 'carrying the three holds');
+  await holds.releaseAll(refs);
+  await holds.shrink([{ hold: { id: 'req_9', accountId: 'acc', keyId: 'k1', amountMicros: 5 }, amountMicros: 1 }]);
+  t.pass('nothing to lower resolves at once');
+});
+
 t.test('Redis: the rate limit and the hold in one script; a refused call holds nothing', { skip: redisSkipReason() }, async (t) => {
   const { holds, redis, prefix } = redisHolds(t);
   const hold = (n: number): HoldRef => ({ id: `req_${n}`, accountId: 'acc', keyId: 'k1', amountMicros: 100 * n });
