@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { appendFileSync, closeSync, ftruncateSync, mkdirSync, openSync, readFileSync, readdirSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { takeFileLock } from './file-lock.js';
 import type { NewUsage } from './usage.js';
 
 /**
@@ -45,7 +46,7 @@ export class BillingJournal {
     mkdirSync(dir, { recursive: true });
     const name = `${process.pid}.${randomBytes(6).toString('hex')}`;
     // The lock first: a journal whose lock nobody holds is an orphan.
-    const lock = takeLock(join(dir, `${name}.lock`));
+    const lock = takeFileLock(join(dir, `${name}.lock`), 'exclusive');
     if (!lock) throw new Error(`could not lock a new billing journal in ${dir}`);
     const journal = new BillingJournal(join(dir, `${name}.log`), lock);
     try {
@@ -119,19 +120,6 @@ function lockPath(journalPath: string): string {
   return journalPath.replace(/\.log$/, '.lock');
 }
 
-/** An exclusive lock on a (possibly new, empty) SQLite file, or undefined when another connection holds it. */
-function takeLock(path: string): Database.Database | undefined {
-  const db = new Database(path, { timeout: 0 });
-  try {
-    db.exec('BEGIN EXCLUSIVE');
-    return db;
-  } catch (error) {
-    db.close();
-    if ((error as { code?: string }).code === 'SQLITE_BUSY') return undefined;
-    throw error;
-  }
-}
-
 function removeFile(path: string): void {
   try {
     unlinkSync(path);
@@ -173,7 +161,7 @@ export function orphanJournals(databasePath: string): OrphanJournal[] {
     const path = join(dir, name);
     let lock: Database.Database | undefined;
     try {
-      lock = takeLock(lockPath(path));
+      lock = takeFileLock(lockPath(path), 'exclusive');
     } catch {
       continue;
     }

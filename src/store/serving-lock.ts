@@ -1,7 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { journalDir } from './billing-journal.js';
+import { takeFileLock } from './file-lock.js';
 
 /**
  * Which daemons may serve one database file at once. A daemon without Redis keeps rate
@@ -20,24 +21,13 @@ export class ServingLock {
     if (databasePath === ':memory:' || databasePath === '') return undefined;
     const dir = journalDir(databasePath);
     mkdirSync(dir, { recursive: true });
-    const db = new Database(join(dir, 'serving.lock'), { timeout: 0 });
-    try {
-      if (mode === 'alone') db.exec('BEGIN EXCLUSIVE');
-      else {
-        // A read transaction holds SQLite's SHARED lock until it ends.
-        db.exec('BEGIN');
-        db.prepare('SELECT count(*) FROM sqlite_master').get();
-      }
-      return new ServingLock(db);
-    } catch (error) {
-      db.close();
-      if ((error as { code?: string }).code !== 'SQLITE_BUSY') throw error;
-      throw new Error(
-        mode === 'alone'
-          ? `another gateway daemon is serving ${databasePath}: without redis configured only one daemon may serve a database (configure redis on every daemon to run several)`
-          : `a gateway daemon without redis is serving ${databasePath}: stop it, or configure redis on it too, before starting more daemons on this database`,
-      );
-    }
+    const db = takeFileLock(join(dir, 'serving.lock'), mode === 'alone' ? 'exclusive' : 'shared');
+    if (db) return new ServingLock(db);
+    throw new Error(
+      mode === 'alone'
+        ? `another gateway daemon is serving ${databasePath}: without redis configured only one daemon may serve a database (configure redis on every daemon to run several)`
+        : `a gateway daemon without redis is serving ${databasePath}: stop it, or configure redis on it too, before starting more daemons on this database`,
+    );
   }
 
   release(): void {

@@ -3,7 +3,7 @@ import { ReadBarrier } from './barrier.js';
 import { Checkpointer } from './checkpointer.js';
 import { openDatabase, type Db, type OpenOptions } from './db.js';
 import { KeysRepo } from './keys.js';
-import { LedgerRepo } from './ledger.js';
+import { LedgerRepo, type ChargeInput } from './ledger.js';
 import { UsageRepo } from './usage.js';
 
 export interface Funds {
@@ -12,11 +12,7 @@ export interface Funds {
 }
 
 /** A charge as the funds cache sees it: money off an account, and spend on a key. */
-export interface FundsCharge {
-  accountId: string;
-  apiKeyId?: string | null;
-  amountMicros: number;
-}
+type FundsCharge = Pick<ChargeInput, 'accountId' | 'apiKeyId' | 'amountMicros'>;
 
 /**
  * Admission's funds, remembered, for a daemon that is the database's only writer (no Redis;

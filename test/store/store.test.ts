@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import t from 'tap';
@@ -10,6 +11,12 @@ const latest = MIGRATIONS.at(-1)?.version ?? 0;
 
 function seedAccount(store: Store, id = 'acc_1', email = 'a@example.com') {
   return store.accounts.insert({ id, email, name: 'A', passwordHash: null, role: 'user', now: 1000 });
+}
+
+/** An API key of the account (its hash derived from the id, so each is unique). */
+function seedKey(store: Store, id: string, accountId: string, budgetMicros?: number) {
+  const keyHash = createHash('sha256').update(id).digest('hex');
+  return store.apiKeys.insert({ id, accountId, name: id, keyHash, maskedKey: 'sk-…', ...(budgetMicros === undefined ? {} : { budgetMicros }), expiresAt: null, now: 1 });
 }
 
 t.test('a fresh file gets every migration, WAL and foreign keys', async (t) => {
@@ -68,7 +75,7 @@ t.test('ledger: balance updated with every entry, in one transaction', async (t)
   const store = Store.open(':memory:');
   t.teardown(() => store.close());
   seedAccount(store);
-  store.apiKeys.insert({ id: 'key_1', accountId: 'acc_1', name: 'k', keyHash: 'h'.repeat(64), maskedKey: 'sk-…', expiresAt: null, now: 1 });
+  seedKey(store, 'key_1', 'acc_1');
 
   const topup = store.ledger.credit('topup', { accountId: 'acc_1', amountMicros: 10_000_000, reference: 'ref-1', note: 'first', createdBy: 'acc_admin', now: 2 });
   t.same({ replayed: topup.replayed, balance: topup.entry.balanceAfterMicros, kind: topup.entry.kind }, { replayed: false, balance: 10_000_000, kind: 'topup' });
@@ -125,8 +132,8 @@ t.test('funds: balance and key budget in one read; only the account\'s own key c
   t.teardown(() => store.close());
   seedAccount(store);
   seedAccount(store, 'acc_2', 'b@example.com');
-  store.apiKeys.insert({ id: 'key_1', accountId: 'acc_1', name: 'k', keyHash: 'a'.repeat(64), maskedKey: 'sk-…', budgetMicros: 5_000_000, expiresAt: null, now: 1 });
-  store.apiKeys.insert({ id: 'key_2', accountId: 'acc_2', name: 'k', keyHash: 'b'.repeat(64), maskedKey: 'sk-…', expiresAt: null, now: 1 });
+  seedKey(store, 'key_1', 'acc_1', 5_000_000);
+  seedKey(store, 'key_2', 'acc_2');
   store.ledger.credit('topup', { accountId: 'acc_1', amountMicros: 9_000_000, now: 2 });
   store.ledger.charge({ accountId: 'acc_1', amountMicros: 1_500_000, requestId: 'req_a', apiKeyId: 'key_1', now: 3 });
   t.same(store.funds('acc_1', 'key_1'), { balanceMicros: 7_500_000, key: { budgetMicros: 5_000_000, spentMicros: 1_500_000 } });
@@ -140,7 +147,7 @@ t.test('funds cache: reads once, takes batch charges in place, and starts over a
   t.teardown(() => store.close());
   store.cacheFunds();
   seedAccount(store);
-  store.apiKeys.insert({ id: 'key_1', accountId: 'acc_1', name: 'k', keyHash: 'a'.repeat(64), maskedKey: 'sk-…', budgetMicros: 5_000_000, expiresAt: null, now: 1 });
+  seedKey(store, 'key_1', 'acc_1', 5_000_000);
   store.ledger.credit('topup', { accountId: 'acc_1', amountMicros: 9_000_000, now: 2 });
   const fromDb = () => {
     const row = store.db.prepare('SELECT a.balance_micros AS b, k.budget_micros AS budget, k.spent_micros AS spent FROM accounts a JOIN api_keys k ON k.account_id = a.id WHERE a.id = ?').get('acc_1') as { b: number; budget: number | null; spent: number };
@@ -188,9 +195,9 @@ t.test('usage: filters by key without an index of their own', async (t) => {
   t.teardown(() => store.close());
   seedAccount(store);
   seedAccount(store, 'acc_2', 'b@example.com');
-  store.apiKeys.insert({ id: 'key_1', accountId: 'acc_1', name: 'k1', keyHash: 'a'.repeat(64), maskedKey: 'sk-…', expiresAt: null, now: 1 });
-  store.apiKeys.insert({ id: 'key_3', accountId: 'acc_1', name: 'k3', keyHash: 'c'.repeat(64), maskedKey: 'sk-…', expiresAt: null, now: 1 });
-  store.apiKeys.insert({ id: 'key_2', accountId: 'acc_2', name: 'k2', keyHash: 'b'.repeat(64), maskedKey: 'sk-…', expiresAt: null, now: 1 });
+  seedKey(store, 'key_1', 'acc_1');
+  seedKey(store, 'key_3', 'acc_1');
+  seedKey(store, 'key_2', 'acc_2');
   const row = (n: number, accountId: string, apiKeyId: string, model = 'openai/gpt-4o-mini') => ({
     requestId: `req_${n}`, accountId, apiKeyId, model, provider: 'openai', endpoint: 'chat.completions', stream: false,
     inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costMicros: 1, status: 200, errorType: null, latencyMs: 1, createdAt: 1000 + n,
@@ -216,8 +223,8 @@ t.test('ledger: a batch of charges, one balance update per account, running bala
   t.teardown(() => store.close());
   seedAccount(store);
   seedAccount(store, 'acc_2', 'b@example.com');
-  store.apiKeys.insert({ id: 'key_1', accountId: 'acc_1', name: 'k', keyHash: 'a'.repeat(64), maskedKey: 'sk-…', expiresAt: null, now: 1 });
-  store.apiKeys.insert({ id: 'key_2', accountId: 'acc_2', name: 'k', keyHash: 'b'.repeat(64), maskedKey: 'sk-…', expiresAt: null, now: 1 });
+  seedKey(store, 'key_1', 'acc_1');
+  seedKey(store, 'key_2', 'acc_2');
   store.ledger.credit('topup', { accountId: 'acc_1', amountMicros: 1000, now: 2 });
   store.ledger.credit('topup', { accountId: 'acc_2', amountMicros: 500, now: 2 });
   store.transaction(() =>
