@@ -41,3 +41,8 @@ export function newRequestId(now = Date.now()): string {
   // Version 7 and the 12-bit counter, then variant 10 and 62 random bits.
   return prefix + (0x7000 | counter).toString(16) + pool.toString('hex', at, at + 8);
 }
+
+/** A request id without its `req_` prefix, for the ids of the response objects (`chatcmpl-…`, `msg_…`, `resp_…`). */
+export function requestIdBody(requestId: string): string {
+  return requestId.startsWith('req_') ? requestId.slice(4) : requestId;
+}

@@ -10,6 +10,9 @@ export type KeyKind = 'api' | 'management';
 
 export const KEY_PREFIX: Record<KeyKind, string> = { api: 'sk-', management: 'akm-' };
 
+/** The length of every well-formed key of a kind: its prefix and 64 hex characters. */
+export const KEY_LENGTH: Record<KeyKind, number> = { api: KEY_PREFIX.api.length + 64, management: KEY_PREFIX.management.length + 64 };
+
 const KEY_FORMAT: Record<KeyKind, RegExp> = {
   api: /^sk-[0-9a-f]{64}$/,
   management: /^akm-[0-9a-f]{64}$/,

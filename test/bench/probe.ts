@@ -23,14 +23,20 @@ function threads(pid: number): Map<string, number> {
     const us = ((Number(f[11]) + Number(f[12])) * 1e6) / CLK_TCK;
     const k = tid === String(pid) ? 'main' : comm;
     out.set(k, (out.get(k) ?? 0) + us);
+    if (tid === String(pid) && process.env.CSW) {
+      const status = readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
+      out.set('csw', Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(status)?.[1] ?? 0));
+    }
   }
   return out;
 }
 const rate = Number(process.env.RATE ?? 600);
 const rounds = Number(process.env.ROUNDS ?? 5);
 const sim = await startSimulator();
-const floorP = await startFloor(sim.url, sim.key, process.env.PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof-floor'] : []);
+const floorP = await startFloor(sim.url, sim.key, process.env.PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof-floor'] : process.env.GW_NODE_ARGS ? process.env.GW_NODE_ARGS.split(' ') : []);
 const gw = await startGatewayProc({ name: 'gateway', simUrl: sim.url, simKey: sim.key, keys: 16, ...(process.env.PROF ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] } : process.env.GW_NODE_ARGS ? { nodeArgs: process.env.GW_NODE_ARGS.split(' ') } : {}) });
+// BASE_BATCH_WINDOW: the base daemon's billing batch window (A/B of a setting: BASE may be this checkout).
+if (process.env.BASE_BATCH_WINDOW) process.env.BENCH_BATCH_WINDOW = process.env.BASE_BATCH_WINDOW;
 const base = process.env.BASE ? await startGatewayProc({ name: 'base', simUrl: sim.url, simKey: sim.key, keys: 16, root: process.env.BASE }) : undefined;
 const targets = [makeTarget('floor', 'floor', floorP.url, floorP.pid, ['x']), makeTarget('gateway', 'gateway', gw.url, gw.pid, gw.keys)];
 if (base) targets.push(makeTarget('base', 'gateway', base.url, base.pid, base.keys));

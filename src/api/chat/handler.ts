@@ -1,3 +1,4 @@
+import { requestIdBody } from '../../core/ids.js';
 import type { App } from '../../app.js';
 import type { Route } from '../../http/server.js';
 import type { Router } from '../../http/router.js';
@@ -12,7 +13,7 @@ export function registerChatRoutes(router: Router<Route>, app: App): void {
     handle: async (ctx) => {
       const key = requireApiKey(app, ctx);
       const { draft, includeUsage } = decodeChatCompletion(await ctx.json());
-      const id = `chatcmpl-${ctx.requestId.replace(/^req_/, '')}`;
+      const id = `chatcmpl-${requestIdBody(ctx.requestId)}`;
       const created = Math.floor(Date.now() / 1000);
       await serveChatCall(app, ctx, key, draft, 'chat.completions', {
         json: (outcome) => encodeChatCompletion(outcome.result, outcome.usage, { id, created, model: outcome.model.id }),

@@ -1,3 +1,4 @@
+import { requestIdBody } from '../../core/ids.js';
 import type { App } from '../../app.js';
 import type { Route } from '../../http/server.js';
 import type { Router } from '../../http/router.js';
@@ -17,7 +18,7 @@ export function registerMessagesRoutes(router: Router<Route>, app: App): void {
     handle: async (ctx) => {
       const key = requireApiKey(app, ctx);
       const draft = decodeMessagesRequest(await ctx.json());
-      const id = `msg_${ctx.requestId.replace(/^req_/, '')}`;
+      const id = `msg_${requestIdBody(ctx.requestId)}`;
       await serveChatCall(app, ctx, key, draft, 'messages', {
         json: (outcome) => encodeMessage(outcome.result, outcome.usage, { id, model: outcome.model.id }),
         stream: (model) => new MessagesStreamEncoder({ id, model }),

@@ -1,3 +1,4 @@
+import { requestIdBody } from '../../core/ids.js';
 import type { App } from '../../app.js';
 import type { Route } from '../../http/server.js';
 import type { Router } from '../../http/router.js';
@@ -12,7 +13,7 @@ export function registerResponsesRoutes(router: Router<Route>, app: App): void {
     handle: async (ctx) => {
       const key = requireApiKey(app, ctx);
       const { draft, echo } = decodeResponsesRequest(await ctx.json());
-      const id = `resp_${ctx.requestId.replace(/^req_/, '')}`;
+      const id = `resp_${requestIdBody(ctx.requestId)}`;
       const createdAt = Math.floor(Date.now() / 1000);
       await serveChatCall(app, ctx, key, draft, 'responses', {
         json: (outcome) => encodeResponse(outcome.result, outcome.usage, { id, createdAt, model: outcome.model.id, echo }),

@@ -1,5 +1,5 @@
 import { errors } from '../errors.js';
-import { hashKey, isWellFormedKey, type KeyKind } from '../keys.js';
+import { hashKey, isWellFormedKey, KEY_LENGTH, type KeyKind } from '../keys.js';
 import type { KeyRecord, KeysRepo } from '../../store/keys.js';
 
 /**
@@ -27,11 +27,14 @@ export class KeyAuthenticator {
    * that is about to be refused for the surface (403) without recording a use.
    */
   authenticate(presented: string, use = true): KeyRecord {
-    if (!isWellFormedKey(this.repo.kind, presented)) throw this.invalid();
+    // Every well-formed key has one length: anything else is refused before it is hashed. The
+    // full format check runs on a cache miss only: a cached hash is a stored key's own.
+    if (presented.length !== KEY_LENGTH[this.repo.kind]) throw this.invalid();
     const hash = hashKey(presented);
     const now = this.now();
     let entry = this.cache.get(hash);
     if (!entry || now - entry.cachedAt > this.ttlMs) {
+      if (!isWellFormedKey(this.repo.kind, presented)) throw this.invalid();
       const record = this.repo.byHash(hash);
       if (!record) {
         this.cache.delete(hash);

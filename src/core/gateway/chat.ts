@@ -74,7 +74,8 @@ const MAX_ERROR_BODY = 64 * 1024;
 /**
  * The chat path every ingress format shares: resolve model ► admit (rate limit, budget,
  * hold) ► call the provider ► meter ► settle. Errors after admission still settle (usage row,
- * no charge when nothing was produced) so that no hold outlives its call.
+ * no charge when nothing was produced) so that no hold outlives its call. `complete` and
+ * `stream` take ownership of the draft they are given: it becomes the call's request.
  */
 export class ChatService {
   /** Admitted calls not yet settled. */
@@ -245,9 +246,14 @@ export class ChatService {
     this.open += 1;
     const headers = rateHeaders(admission.rate);
     headers['x-gateway-model'] = model.id;
-    // One copy of the draft (hot path): its ingress-only fields (ignoredParams,
-    // maxTokensField) ride along unread; providers read the canonical fields only.
-    let request: ChatRequest = { ...draft, model: model.id, upstreamModel: model.upstreamModel, maxTokens: admission.maxTokens };
+    // The draft becomes the request in place (hot path: no copy); the service owns the draft
+    // it was given. Its ingress-only fields (ignoredParams, maxTokensField) ride along unread;
+    // providers read the canonical fields only.
+    const resolved = draft as Omit<ChatDraft, 'maxTokens'> & Pick<ChatRequest, 'upstreamModel' | 'maxTokens'>;
+    resolved.model = model.id;
+    resolved.upstreamModel = model.upstreamModel;
+    resolved.maxTokens = admission.maxTokens;
+    let request: ChatRequest = resolved;
     try {
       // After admission, so a refused call makes the gateway fetch nothing.
       if (!family.fetchesImageUrls) request = { ...request, messages: await inlineRemoteImages(request.messages, ctx.signal.toAbortSignal()) };
