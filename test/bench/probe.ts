@@ -9,7 +9,9 @@ import { makeTarget, closedLoop, openLoop, specFor, median } from './load.js';
  * (main, libuv/V8 workers, the checkpointer) and the median ratio. PROF=1 adds --cpu-prof to
  * both (profiles in /tmp/prof and /tmp/prof-floor); NOWARM=1 replaces the closed-loop warm-up
  * with 2 s of the open loop, so both profiles cover the same requests. BASE=/other/checkout adds
- * a third target, the daemon from that checkout (built, node_modules in place), for A/B work.
+ * a third target, the daemon from that checkout (built, node_modules in place), for A/B work;
+ * BASE_BATCH_WINDOW sets that daemon's billing batch window (BASE may be this checkout).
+ * CSW=1 adds the main thread's voluntary context switches per request (csw=, not in the total).
  *
  *   node --import tsx test/bench/probe.ts          (after npm run build)
  */
@@ -54,7 +56,7 @@ for (let r = 0; r < rounds; r++) {
     const res = await openLoop(t, specFor(t, 'chat'), rate, 3000, [t.pid]);
     const b = threads(t.pid);
     const parts = [...b].map(([k, v]) => [k, (v - (a.get(k) ?? 0)) / res.sent] as const).filter(([, v]) => v > 0).sort((x, y) => y[1] - x[1]);
-    const total = parts.reduce((s, [, v]) => s + v, 0);
+    const total = parts.reduce((s, [k, v]) => (k === 'csw' ? s : s + v), 0);
     per[t.id]?.push(total);
     line.push(`${t.id} ${total.toFixed(0)} (${parts.map(([k, v]) => `${k}=${v.toFixed(0)}`).join(' ')}) p50 ${res.latency[res.latency.length >> 1]?.toFixed(2)} p99 ${res.latency[Math.floor(res.latency.length * 0.99)]?.toFixed(2)}ms err ${res.errors}`);
   }
