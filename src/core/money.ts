@@ -64,8 +64,10 @@ export function formatMicros(micros: number): string {
   const sign = micros < 0 ? '-' : '';
   const abs = Math.abs(micros);
   const whole = Math.floor(abs / MICROS_PER_INR);
-  const frac = String(abs % MICROS_PER_INR).padStart(6, '0').replace(/0+$/, '');
-  return frac ? `${sign}${whole}.${frac}` : `${sign}${whole}`;
+  const digits = String(abs % MICROS_PER_INR).padStart(6, '0');
+  let end = digits.length;
+  while (end > 0 && digits.charCodeAt(end - 1) === 48) end -= 1; // trailing zeros ('0')
+  return end > 0 ? `${sign}${whole}.${digits.slice(0, end)}` : `${sign}${whole}`;
 }
 
 /** Display form for people: "₹1,234.50" (two decimals at least, more when the amount has them). */

@@ -61,18 +61,21 @@ export function createHttpServer(options: HttpServerOptions): Server {
     const url = req.url ?? '/';
     const queryStart = url.indexOf('?');
     const path = queryStart === -1 ? url : url.slice(0, queryStart);
-    const logFields: Record<string, string | number | boolean> = {};
+    // The access-log line itself: handlers and guards add their fields, the close listener the outcome.
+    const logFields: Record<string, string | number | boolean> = { req_id: requestId, method, path };
     if (typeof incomingId === 'string' && REQUEST_ID.test(incomingId)) logFields.client_request_id = incomingId;
 
     const signal = new CallSignal();
     // One listener per request: it aborts the call (upstream included) when the client went
     // away early, and writes the access-log line.
     res.once('close', () => {
-      if (!res.writableFinished) signal.abort();
-      logger.info(
-        { req_id: requestId, method, path, status: res.statusCode, ms: Math.round((performance.now() - started) * 10) / 10, aborted: !res.writableFinished || undefined, ...logFields },
-        'request',
-      );
+      if (!res.writableFinished) {
+        signal.abort();
+        logFields.aborted = true;
+      }
+      logFields.status = res.statusCode;
+      logFields.ms = Math.round((performance.now() - started) * 10) / 10;
+      logger.info(logFields, 'request');
     });
 
     let route: Route | undefined;

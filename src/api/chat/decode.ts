@@ -78,14 +78,16 @@ export function decodeChatCompletion(raw: unknown): DecodedChatCompletion {
   optionalBoolean(body, 'no_cache');
   if (cache === true) markCacheBreakpoints(draft.messages);
 
-  const passthrough: JsonObject = {};
+  let passthrough: JsonObject | undefined;
   const ignored: string[] = [];
-  for (const [key, value] of Object.entries(body)) {
+  // for...in over a parsed JSON object (own keys only): no array of entries per request.
+  for (const key in body) {
+    const value = body[key];
     if (MAPPED.has(key) || value === undefined || value === null) continue;
     if (UNSUPPORTED.includes(key)) ignored.push(key);
-    else passthrough[key] = value;
+    else (passthrough ??= {})[key] = value;
   }
-  if (Object.keys(passthrough).length > 0) draft.passthrough = { family: 'openai', fields: passthrough };
+  if (passthrough) draft.passthrough = { family: 'openai', fields: passthrough };
   if (ignored.length > 0) draft.ignoredParams = ignored;
   return { draft, includeUsage };
 }

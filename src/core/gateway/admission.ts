@@ -184,6 +184,7 @@ export function rateHeaders(rate: RateDecision): Record<string, string> {
   return {
     'x-ratelimit-limit-requests': String(rate.limit),
     'x-ratelimit-remaining-requests': String(rate.remaining),
-    'x-ratelimit-reset-requests': `${Number((rate.resetMs / 1000).toFixed(3))}s`,
+    // Whole milliseconds as seconds ("1.25s"): the shortest form, as toFixed(3) trimmed gave.
+    'x-ratelimit-reset-requests': `${Math.round(rate.resetMs) / 1000}s`,
   };
 }

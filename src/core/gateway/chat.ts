@@ -303,7 +303,7 @@ export class ChatService {
       stream: prepared.request.stream,
       usage,
       status,
-      ...(errorType === undefined ? {} : { errorType }),
+      errorType,
       startedAt: ctx.startedAt,
       hold: prepared.admission.hold,
     });

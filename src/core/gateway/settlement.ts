@@ -20,7 +20,7 @@ export interface SettleInput {
   usage: Usage | undefined;
   /** The HTTP status the client saw (499 when it went away). */
   status: number;
-  errorType?: string;
+  errorType?: string | undefined;
   startedAt: number;
   hold: HoldRef;
 }
@@ -352,7 +352,9 @@ export class Settlement {
     } else {
       this.retryLater(new Error('some settled calls could not be written'));
     }
-    const finished = [...done, ...rejected].flatMap((entry) => (entry.hold ? [entry.hold] : []));
+    const finished: HoldRef[] = [];
+    for (const entry of done) if (entry.hold) finished.push(entry.hold);
+    for (const entry of rejected) if (entry.hold) finished.push(entry.hold);
     if (finished.length > 0) {
       this.holds.releaseAll(finished).catch((error: unknown) => this.logger.error({ err: error }, 'could not release holds'));
     }
