@@ -5,7 +5,7 @@ import type { SseEvent } from './shared/sse-parser.js';
 /** One request to an upstream, built purely from the canonical request. */
 export interface UpstreamRequest {
   url: string;
-  headers: Record<string, string>;
+  headers: Readonly<Record<string, string>>;
   body: unknown;
   /** Canonical parameters this provider cannot take; dropped, and named to the client. */
   ignoredParams: string[];

@@ -262,10 +262,12 @@ export class ChatService {
       throw error;
     }
     const call = family.buildChatRequest(request, provider);
-    const ignored = [...(draft.ignoredParams ?? []), ...call.ignoredParams];
     // Extra fields of the ingress's own wire family mean nothing to another family.
-    if (request.passthrough && request.passthrough.family !== provider.type) ignored.push(...Object.keys(request.passthrough.fields));
-    if (ignored.length > 0) headers['x-gateway-ignored-params'] = [...new Set(ignored)].join(', ');
+    const foreign = request.passthrough && request.passthrough.family !== provider.type ? Object.keys(request.passthrough.fields) : undefined;
+    if (draft.ignoredParams?.length || call.ignoredParams.length > 0 || foreign?.length) {
+      const ignored = new Set([...(draft.ignoredParams ?? []), ...call.ignoredParams, ...(foreign ?? [])]);
+      headers['x-gateway-ignored-params'] = [...ignored].join(', ');
+    }
     return { model, provider, family, admission, headers, request, call };
   }
 

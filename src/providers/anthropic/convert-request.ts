@@ -1,5 +1,6 @@
 import type { ProviderConfig } from '../../config/types.js';
 import type { CacheControl, ChatRequest, ContentPart, Message } from '../../core/canonical.js';
+import { providerHeaders } from '../shared/headers.js';
 import { parseArguments } from '../shared/json.js';
 import type { UpstreamRequest } from '../types.js';
 import { JSON_TOOL_NAME, type AnthropicBlock, type AnthropicMessage, type AnthropicRequest, type AnthropicToolChoice } from './wire.js';
@@ -61,13 +62,17 @@ export function buildAnthropicRequest(request: ChatRequest, provider: ProviderCo
     for (const [key, value] of Object.entries(request.passthrough.fields)) if (!(key in body)) body[key] = value;
   }
 
+  return { url: `${provider.baseUrl}/v1/messages`, headers: providerHeaders(provider, anthropicHeaders), body, ignoredParams };
+}
+
+function anthropicHeaders(provider: ProviderConfig): Record<string, string> {
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     'anthropic-version': provider.anthropicVersion ?? '2023-06-01',
     ...provider.headers,
   };
   if (provider.apiKey) headers['x-api-key'] = provider.apiKey;
-  return { url: `${provider.baseUrl}/v1/messages`, headers, body, ignoredParams };
+  return headers;
 }
 
 function cache(control: CacheControl | undefined): { cache_control?: CacheControl } {

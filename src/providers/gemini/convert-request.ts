@@ -1,5 +1,6 @@
 import type { ProviderConfig } from '../../config/types.js';
 import type { ChatRequest, ContentPart, Message } from '../../core/canonical.js';
+import { providerHeaders } from '../shared/headers.js';
 import { parseArguments } from '../shared/json.js';
 import type { UpstreamRequest } from '../types.js';
 import { toGeminiSchema } from './schema.js';
@@ -53,9 +54,13 @@ export function buildGeminiRequest(request: ChatRequest, provider: ProviderConfi
     if (format.type === 'json_schema') config.responseSchema = toGeminiSchema(format.schema);
   }
   const method = request.stream ? 'streamGenerateContent?alt=sse' : 'generateContent';
+  return { url: `${provider.baseUrl}/v1beta/models/${encodeURIComponent(request.upstreamModel)}:${method}`, headers: providerHeaders(provider, geminiHeaders), body, ignoredParams };
+}
+
+function geminiHeaders(provider: ProviderConfig): Record<string, string> {
   const headers: Record<string, string> = { 'content-type': 'application/json', ...provider.headers };
   if (provider.apiKey) headers['x-goog-api-key'] = provider.apiKey;
-  return { url: `${provider.baseUrl}/v1beta/models/${encodeURIComponent(request.upstreamModel)}:${method}`, headers, body, ignoredParams };
+  return headers;
 }
 
 function convertPart(part: ContentPart): GeminiPart | undefined {

@@ -1,5 +1,6 @@
 import type { ProviderConfig } from '../../config/types.js';
 import type { ChatRequest, ContentPart, Message, ResponseFormat, ToolChoice } from '../../core/canonical.js';
+import { providerHeaders } from '../shared/headers.js';
 import type { UpstreamRequest } from '../types.js';
 import type { OpenAiChatRequest, OpenAiContentPart, OpenAiMessage, OpenAiToolChoice } from './wire.js';
 
@@ -38,9 +39,13 @@ export function buildOpenAiChatRequest(request: ChatRequest, provider: ProviderC
   if (request.passthrough?.family === 'openai') {
     for (const [key, value] of Object.entries(request.passthrough.fields)) if (!(key in body)) body[key] = value;
   }
+  return { url: `${provider.baseUrl}/chat/completions`, headers: providerHeaders(provider, openAiHeaders), body, ignoredParams: [] };
+}
+
+function openAiHeaders(provider: ProviderConfig): Record<string, string> {
   const headers: Record<string, string> = { 'content-type': 'application/json', ...provider.headers };
   if (provider.apiKey) headers.authorization = `Bearer ${provider.apiKey}`;
-  return { url: `${provider.baseUrl}/chat/completions`, headers, body, ignoredParams: [] };
+  return headers;
 }
 
 function textOf(parts: ContentPart[]): string {
