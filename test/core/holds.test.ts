@@ -55,7 +55,7 @@ t.test('memory holds: shrink and releaseAll', async (t) => {
 t.test('Redis holds: shrink and releaseAll in one script each', { skip: redisSkipReason() }, async (t) => {
   const { redis, prefix, holds } = redisHolds(t);
   await shrinkAndRelease(t, holds);
-  t.same(await redis.zrange(`${prefix}hold:leases`, '0', '-1'), [], 'no lease left');
+  t.same(await redis.zrange(`${prefix}holds2:leases`, '0', '-1'), [], 'no lease left');
 });
 
 t.test('Redis holds: calls settling in separate turns share one SHRINK script', { skip: redisSkipReason() }, async (t) => {
@@ -103,4 +103,93 @@ t.test('Redis: the rate limit and the hold in one script; a refused call holds n
   t.equal(await redis.zcard(`${prefix}rl:k1`), 2, 'the window counts the admitted calls');
   await holds.releaseAll([hold(1), hold(2), hold(3)]);
   t.same(await holds.held('acc', 'k1'), { accountHeldMicros: 0, keyHeldMicros: 0 });
+});
+
+/** Every hash's running sum (field '#') equals the sum of its holds, and no hash is left empty. */
+async function checkSums(t: Parameters<Parameters<typeof tap.test>[0]>[0], redis: Redis, prefix: string, label: string): Promise<void> {
+  const hashes = (await redis.keys(`${prefix}holds2:*`)).filter((name) => !name.endsWith(':leases'));
+  for (const name of hashes) {
+    const fields = await redis.hgetall(name);
+    const { '#': sum, ...holds } = fields;
+    const expected = Object.values(holds).reduce((a, v) => a + Number(v), 0);
+    if (Object.keys(holds).length === 0) t.fail(`${label}: ${name} is left with no hold`);
+    if (Number(sum) !== expected) t.fail(`${label}: ${name} sums to ${sum}, its holds to ${expected}`);
+  }
+}
+
+t.test('Redis holds: totals kept as running sums match the in-process store through random operations', { skip: redisSkipReason() }, async (t) => {
+  const { redis, prefix, holds } = redisHolds(t);
+  const memory = new MemoryHoldStore();
+  // A small deterministic generator: the same sequence on every run.
+  let seed = 12345;
+  const next = (n: number): number => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed % n;
+  };
+  const accounts = ['a1', 'a2'];
+  const keys = ['k1', 'k2', 'k3'];
+  const open = new Map<string, { redis: HoldRef; memory: HoldRef }>();
+  let made = 0;
+  for (let step = 0; step < 300; step++) {
+    const op = next(10);
+    const ids = [...open.keys()];
+    if (op < 4 || ids.length === 0) {
+      const ref: HoldRef = { id: `req_${made++}`, accountId: accounts[next(2)] as string, keyId: keys[next(3)] as string, amountMicros: 1 + next(10_000_000) };
+      open.set(ref.id, { redis: { ...ref }, memory: { ...ref } });
+      await holds.acquire(open.get(ref.id)?.redis as HoldRef);
+      await memory.acquire(open.get(ref.id)?.memory as HoldRef);
+    } else if (op < 7) {
+      const pair = open.get(ids[next(ids.length)] as string);
+      if (!pair) continue;
+      const amount = next(pair.redis.amountMicros + 1);
+      await holds.shrink([{ hold: pair.redis, amountMicros: amount }]);
+      await memory.shrink([{ hold: pair.memory, amountMicros: amount }]);
+    } else if (op < 9) {
+      const id = ids[next(ids.length)] as string;
+      const pair = open.get(id);
+      if (!pair) continue;
+      open.delete(id);
+      await holds.release(pair.redis);
+      await memory.release(pair.memory);
+    } else {
+      const some = ids.filter(() => next(3) === 0);
+      const pairs = some.map((id) => open.get(id)).filter((pair) => pair !== undefined);
+      for (const id of some) open.delete(id);
+      await holds.releaseAll(pairs.map((pair) => pair.redis));
+      await memory.releaseAll(pairs.map((pair) => pair.memory));
+    }
+    for (const accountId of accounts) {
+      for (const keyId of keys) {
+        const [got, want] = [await holds.held(accountId, keyId), await memory.held(accountId, keyId)];
+        if (got.accountHeldMicros !== want.accountHeldMicros || got.keyHeldMicros !== want.keyHeldMicros) {
+          t.fail(`step ${step}: ${accountId}/${keyId} Redis ${JSON.stringify(got)}, in process ${JSON.stringify(want)}`);
+          return;
+        }
+      }
+    }
+    await checkSums(t, redis, prefix, `step ${step}`);
+  }
+  t.pass(`300 random operations (${made} holds): the same totals from both stores after each`);
+  await holds.releaseAll([...open.values()].map((pair) => pair.redis));
+  t.same(await redis.keys(`${prefix}holds2:*`), [], 'nothing left once every hold is released (no empty hash, no stale sum)');
+});
+
+t.test('Redis holds: an expired lease drops its hold from both running sums; a restarted instance clears its own', { skip: redisSkipReason() }, async (t) => {
+  const { redis, prefix, holds } = redisHolds(t);
+  const a: HoldRef = { id: 'req_a', accountId: 'acc', keyId: 'k1', amountMicros: 700 };
+  const b: HoldRef = { id: 'req_b', accountId: 'acc', keyId: 'k2', amountMicros: 300 };
+  await holds.acquire(a);
+  await holds.acquire(b);
+  // The lease of `a` runs out (as when its daemon died): any script purges it first.
+  await redis.zadd(`${prefix}holds2:leases`, 'XX', '1', `test-instance|acc|k1|req_a`);
+  t.same(await holds.held('acc', 'k1'), { accountHeldMicros: 300, keyHeldMicros: 0 }, 'the expired hold is gone from the account and the key');
+  t.equal(await redis.exists(`${prefix}holds2:key:k1`), 0, "the key's hash went with its last hold");
+  await checkSums(t, redis, prefix, 'after the purge');
+
+  // The same instance restarts: clearStale drops what its previous run left.
+  const again = new RedisHoldStore(redis, prefix, 'test-instance');
+  t.teardown(() => again.close());
+  t.equal(await again.clearStale(), 1, 'one hold left by the previous run');
+  t.same(await again.held('acc', 'k2'), { accountHeldMicros: 0, keyHeldMicros: 0 });
+  t.same(await redis.keys(`${prefix}holds2:*`), [], 'no hash or lease left');
 });

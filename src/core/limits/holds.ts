@@ -102,37 +102,59 @@ function add(map: Map<string, number>, id: string, delta: number): void {
   else map.set(id, next);
 }
 
-// Holds live in two hashes (per account, per key: hold id → µINR) plus one sorted set of
-// leases (score: expiry, member: "instance|account|key|hold"). Every script first drops
-// expired leases, so a crashed daemon's holds disappear when their lease runs out.
-const PURGE = `
+// Holds live in two hashes (per account, per key: hold id → µINR, and under the field '#' the
+// sum of the hash's holds, kept by every write so that a total costs one read whatever the
+// number of calls in flight) plus one sorted set of leases (score: expiry, member:
+// "instance|account|key|hold"). Expired leases are dropped with their holds every
+// PURGE_EVERY_MS and before a total is read on its own (HELD), so a crashed daemon's holds
+// disappear soon after their lease runs out; admission does not purge (it is the hot path,
+// and a hold that outlives its lease by seconds only errs on the safe side). The key names carry a version
+// (HOLD_KEYS): hashes written by daemons before the running sum are not read as if they kept it.
+const HOLD_KEYS = 'holds2:';
+const SUM = `
+local function put(hash, id, amount)
+  local old = redis.call('HGET', hash, id)
+  redis.call('HSET', hash, id, amount)
+  redis.call('HINCRBY', hash, '#', string.format('%d', tonumber(amount) - (old and tonumber(old) or 0)))
+end
+local function drop(hash, id)
+  local old = redis.call('HGET', hash, id)
+  if not old then return end
+  redis.call('HDEL', hash, id)
+  if redis.call('HLEN', hash) <= 1 then redis.call('DEL', hash)
+  else redis.call('HINCRBY', hash, '#', string.format('%d', -tonumber(old))) end
+end
+local function total(hash)
+  return tonumber(redis.call('HGET', hash, '#') or '0')
+end
+local function hold(hash, id, amount)
+  if redis.call('HSETNX', hash, id, amount) == 1 then return tonumber(redis.call('HINCRBY', hash, '#', amount)) end
+  put(hash, id, amount)
+  return total(hash)
+end
+`;
+const PURGE = `${SUM}
 local function purge(leases, prefix, now)
   local expired = redis.call('ZRANGEBYSCORE', leases, '-inf', now)
   for _, member in ipairs(expired) do
     local _, _, account, key, id = string.find(member, '^[^|]*|([^|]*)|([^|]*)|(.*)$')
-    redis.call('HDEL', prefix .. 'hold:acct:' .. account, id)
-    redis.call('HDEL', prefix .. 'hold:key:' .. key, id)
+    drop(prefix .. '${HOLD_KEYS}acct:' .. account, id)
+    drop(prefix .. '${HOLD_KEYS}key:' .. key, id)
   end
   if #expired > 0 then redis.call('ZREMRANGEBYSCORE', leases, '-inf', now) end
-end
-local function total(hash)
-  local sum = 0
-  for _, v in ipairs(redis.call('HVALS', hash)) do sum = sum + tonumber(v) end
-  return sum
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 `;
 
 // KEYS: account hash, key hash, leases. ARGV: prefix, hold id, amount, lease member, lease ms.
-// Takes one hold (after purging expired leases) and returns the account's and key's totals.
+// Takes one hold and returns the account's and key's totals (a new hold: HSETNX, and the sum's
+// HINCRBY answers the total; six commands in all).
 const TAKE = `
 local function take(account, key, leases, prefix, id, amount, member, leaseMs)
-  purge(leases, prefix, now)
-  redis.call('HSET', account, id, amount)
-  redis.call('HSET', key, id, amount)
+  local totals = {hold(account, id, amount), hold(key, id, amount)}
   redis.call('ZADD', leases, now + tonumber(leaseMs), member)
-  return {total(account), total(key)}
+  return totals
 end
 `;
 
@@ -150,18 +172,18 @@ local totals = take(KEYS[2], KEYS[3], KEYS[4], ARGV[4], ARGV[5], ARGV[6], ARGV[7
 return {rate[1], rate[2], rate[3], rate[4], totals[1], totals[2]}
 `;
 
-const RELEASE = `
-redis.call('HDEL', KEYS[1], ARGV[1])
-redis.call('HDEL', KEYS[2], ARGV[1])
+const RELEASE = `${SUM}
+drop(KEYS[1], ARGV[1])
+drop(KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[2])
 return 1
 `;
 
 // Releases many holds. KEYS: leases. ARGV: per hold, account hash, key hash, hold id, lease member.
-const RELEASE_MANY = `
+const RELEASE_MANY = `${SUM}
 for i = 1, #ARGV, 4 do
-  redis.call('HDEL', ARGV[i], ARGV[i + 2])
-  redis.call('HDEL', ARGV[i + 1], ARGV[i + 2])
+  drop(ARGV[i], ARGV[i + 2])
+  drop(ARGV[i + 1], ARGV[i + 2])
   redis.call('ZREM', KEYS[1], ARGV[i + 3])
 end
 return 1
@@ -169,10 +191,10 @@ return 1
 
 // Lowers open holds. ARGV: per hold, account hash, key hash, hold id, amount. A released
 // hold (field gone) is not written back.
-const SHRINK = `
+const SHRINK = `${SUM}
 for i = 1, #ARGV, 4 do
-  if redis.call('HEXISTS', ARGV[i], ARGV[i + 2]) == 1 then redis.call('HSET', ARGV[i], ARGV[i + 2], ARGV[i + 3]) end
-  if redis.call('HEXISTS', ARGV[i + 1], ARGV[i + 2]) == 1 then redis.call('HSET', ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]) end
+  if redis.call('HEXISTS', ARGV[i], ARGV[i + 2]) == 1 then put(ARGV[i], ARGV[i + 2], ARGV[i + 3]) end
+  if redis.call('HEXISTS', ARGV[i + 1], ARGV[i + 2]) == 1 then put(ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]) end
 end
 return 1
 `;
@@ -180,6 +202,12 @@ return 1
 const HELD = `${PURGE}
 purge(KEYS[3], ARGV[1], now)
 return {total(KEYS[1]), total(KEYS[2])}
+`;
+
+// Drops the holds of expired leases. KEYS: leases. ARGV: prefix.
+const PURGE_EXPIRED = `${PURGE}
+purge(KEYS[1], ARGV[1], now)
+return 1
 `;
 
 // Extends the leases of this daemon's open holds. ARGV: lease ms, members...
@@ -191,14 +219,14 @@ return 1
 `;
 
 // Drops every hold of one daemon instance (its previous run crashed). ARGV: prefix, instance.
-const CLEAR_INSTANCE = `
+const CLEAR_INSTANCE = `${SUM}
 local members = redis.call('ZRANGE', KEYS[1], 0, -1)
 local n = 0
 for _, member in ipairs(members) do
   local _, _, instance, account, key, id = string.find(member, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
   if instance == ARGV[2] then
-    redis.call('HDEL', ARGV[1] .. 'hold:acct:' .. account, id)
-    redis.call('HDEL', ARGV[1] .. 'hold:key:' .. key, id)
+    drop(ARGV[1] .. '${HOLD_KEYS}acct:' .. account, id)
+    drop(ARGV[1] .. '${HOLD_KEYS}key:' .. key, id)
     redis.call('ZREM', KEYS[1], member)
     n = n + 1
   end
@@ -208,6 +236,7 @@ return n
 
 const LEASE_MS = 180_000;
 const RENEW_EVERY_MS = 60_000;
+const PURGE_EVERY_MS = 5_000;
 /** How long lowered holds wait to share one SHRINK script. */
 const SHRINK_COALESCE_MS = 5;
 
@@ -221,15 +250,16 @@ export class RedisHoldStore implements HoldStore {
   private shrinkArgs: (string | number)[] = [];
   private shrinkSent: Promise<void> | undefined;
   private readonly timer: NodeJS.Timeout;
+  private readonly purgeTimer: NodeJS.Timeout;
   private readonly leases: string;
-  private readonly scripts: Record<'admit' | 'acquire' | 'release' | 'releaseMany' | 'shrink' | 'held' | 'renew' | 'clear', RedisScript>;
+  private readonly scripts: Record<'admit' | 'acquire' | 'release' | 'releaseMany' | 'shrink' | 'held' | 'purge' | 'renew' | 'clear', RedisScript>;
 
   constructor(
     redis: Redis,
     private readonly prefix: string,
     private readonly instance: string,
   ) {
-    this.leases = `${prefix}hold:leases`;
+    this.leases = `${prefix}${HOLD_KEYS}leases`;
     this.scripts = {
       admit: defineScript(redis, 'gatewayAdmit', 4, ADMIT),
       acquire: defineScript(redis, 'gatewayHoldAcquire', 3, ACQUIRE),
@@ -237,11 +267,14 @@ export class RedisHoldStore implements HoldStore {
       releaseMany: defineScript(redis, 'gatewayHoldReleaseMany', 1, RELEASE_MANY),
       shrink: defineScript(redis, 'gatewayHoldShrink', 0, SHRINK),
       held: defineScript(redis, 'gatewayHoldHeld', 3, HELD),
+      purge: defineScript(redis, 'gatewayHoldPurge', 1, PURGE_EXPIRED),
       renew: defineScript(redis, 'gatewayHoldRenew', 1, RENEW),
       clear: defineScript(redis, 'gatewayHoldClear', 1, CLEAR_INSTANCE),
     };
     this.timer = setInterval(() => void this.renew(), RENEW_EVERY_MS);
     this.timer.unref();
+    this.purgeTimer = setInterval(() => void this.purgeExpired(), PURGE_EVERY_MS);
+    this.purgeTimer.unref();
   }
 
   /** Removes holds left by this instance's previous run. Returns how many. */
@@ -331,6 +364,16 @@ export class RedisHoldStore implements HoldStore {
 
   close(): void {
     clearInterval(this.timer);
+    clearInterval(this.purgeTimer);
+  }
+
+  /** Drops the holds whose leases ran out (their daemons stopped without releasing them). */
+  async purgeExpired(): Promise<void> {
+    try {
+      await this.scripts.purge(this.leases, this.prefix);
+    } catch {
+      // Redis unreachable: the next tick tries again; HELD purges before it reads.
+    }
   }
 
   /** The lease's member: "instance|account|key|hold" (PURGE and CLEAR_INSTANCE parse it). */
@@ -339,7 +382,7 @@ export class RedisHoldStore implements HoldStore {
   }
 
   private keys(accountId: string, keyId: string): [string, string, string] {
-    return [`${this.prefix}hold:acct:${accountId}`, `${this.prefix}hold:key:${keyId}`, this.leases];
+    return [`${this.prefix}${HOLD_KEYS}acct:${accountId}`, `${this.prefix}${HOLD_KEYS}key:${keyId}`, this.leases];
   }
 
   private async renew(): Promise<void> {
