@@ -1,15 +1,12 @@
 import type { App } from '../app.js';
 import type { GatewayStreamEvent } from '../core/canonical.js';
 import type { CallContext, ChatDraft, ChatOutcome } from '../core/gateway/chat.js';
-import { SseWriter } from '../http/sse.js';
+import { SseWriter, type SseEvent } from '../http/sse.js';
 import type { RequestContext } from '../http/server.js';
 import type { KeyRecord } from '../store/keys.js';
 
 /** One SSE event; `event` is the `event:` line (absent in the chat-completions format). */
-export interface SseFrame {
-  event?: string;
-  data: string;
-}
+export type SseFrame = SseEvent;
 
 /** An ingress format's stream encoder: the opening events, then events per gateway part. */
 export interface StreamEncoder {
@@ -37,12 +34,16 @@ export async function serveChatCall(app: App, ctx: RequestContext, key: KeyRecor
   }
   const outcome = await app.chat.stream(draft, call);
   const sse = new SseWriter(ctx.res);
-  sse.open(200, outcome.headers);
   const encoder = rendering.stream(outcome.model.id);
-  for (const frame of encoder.start()) await sse.send(frame.data, frame.event);
-  for await (const event of outcome.events) {
+  const opened = sse.open(200, outcome.headers, encoder.start());
+  if (opened) await opened;
+  // One write per batch (what one upstream read carried): nothing waits for a later read.
+  for await (const batch of outcome.events) {
     if (sse.isClosed) break;
-    for (const frame of encoder.encode(event)) await sse.send(frame.data, frame.event);
+    const frames: SseFrame[] = [];
+    for (const event of batch) for (const frame of encoder.encode(event)) frames.push(frame);
+    const drained = sse.sendAll(frames);
+    if (drained) await drained;
   }
   sse.end();
 }

@@ -1,6 +1,6 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { startSimulator, startFloor, startGatewayProc, CLK_TCK } from './procs.js';
-import { makeTarget, closedLoop, openLoop, specFor, median } from './load.js';
+import { makeTarget, closedLoop, openLoop, specFor, median, WORKLOADS, type WorkloadId } from './load.js';
 
 /**
  * A quicker, narrower probe than run.ts, for working on the gateway's CPU per call: the floor
@@ -11,6 +11,7 @@ import { makeTarget, closedLoop, openLoop, specFor, median } from './load.js';
  * with 2 s of the open loop, so both profiles cover the same requests. BASE=/other/checkout adds
  * a third target, the daemon from that checkout (built, node_modules in place), for A/B work;
  * BASE_BATCH_WINDOW sets that daemon's billing batch window (BASE may be this checkout).
+ * WORKLOAD=stream|messages probes a streaming workload instead of chat JSON.
  * CSW=1 adds the main thread's voluntary context switches per request (csw=, not in the total).
  *
  *   node --import tsx test/bench/probe.ts          (after npm run build)
@@ -33,6 +34,8 @@ function threads(pid: number): Map<string, number> {
   return out;
 }
 const rate = Number(process.env.RATE ?? 600);
+const workload = (process.env.WORKLOAD ?? 'chat') as WorkloadId;
+if (!(workload in WORKLOADS)) throw new Error(`WORKLOAD: one of ${Object.keys(WORKLOADS).join(', ')}`);
 const rounds = Number(process.env.ROUNDS ?? 5);
 const sim = await startSimulator();
 const floorP = await startFloor(sim.url, sim.key, process.env.PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof-floor'] : process.env.GW_NODE_ARGS ? process.env.GW_NODE_ARGS.split(' ') : []);
@@ -42,7 +45,7 @@ if (process.env.BASE_BATCH_WINDOW) process.env.BENCH_BATCH_WINDOW = process.env.
 const base = process.env.BASE ? await startGatewayProc({ name: 'base', simUrl: sim.url, simKey: sim.key, keys: 16, root: process.env.BASE }) : undefined;
 const targets = [makeTarget('floor', 'floor', floorP.url, floorP.pid, ['x']), makeTarget('gateway', 'gateway', gw.url, gw.pid, gw.keys)];
 if (base) targets.push(makeTarget('base', 'gateway', base.url, base.pid, base.keys));
-for (const t of targets) if (!process.env.NOWARM) await closedLoop(t, specFor(t, 'chat'), 8, 0, 3000); else await openLoop(t, specFor(t, 'chat'), rate, 2000, [t.pid]);
+for (const t of targets) if (!process.env.NOWARM) await closedLoop(t, specFor(t, workload), 8, 0, 3000); else await openLoop(t, specFor(t, workload), rate, 2000, [t.pid]);
 const per: Record<string, number[]> = { floor: [], gateway: [], base: [] };
 const ratios: number[] = [];
 const baseRatios: number[] = [];
@@ -53,7 +56,7 @@ for (let r = 0; r < rounds; r++) {
   for (const t of order) {
     if (!t) continue;
     const a = threads(t.pid);
-    const res = await openLoop(t, specFor(t, 'chat'), rate, 3000, [t.pid]);
+    const res = await openLoop(t, specFor(t, workload), rate, 3000, [t.pid]);
     const b = threads(t.pid);
     const parts = [...b].map(([k, v]) => [k, (v - (a.get(k) ?? 0)) / res.sent] as const).filter(([, v]) => v > 0).sort((x, y) => y[1] - x[1]);
     const total = parts.reduce((s, [k, v]) => (k === 'csw' ? s : s + v), 0);

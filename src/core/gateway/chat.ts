@@ -49,8 +49,12 @@ export interface ChatOutcome {
 export interface ChatStreamOutcome {
   model: ModelConfig;
   headers: Record<string, string>;
-  /** Deltas as they arrive, then (after settlement) `usage` and `finish`, or one `error`. */
-  events: AsyncGenerator<GatewayStreamEvent, void, undefined>;
+  /**
+   * Deltas as they arrive, then (after settlement) `usage` and `finish`, or one `error`: in
+   * batches, one per upstream read (the parts that read carried, never held for a later one),
+   * so that the ingress writes them to the client in one write, as a byte pipe would.
+   */
+  events: AsyncGenerator<GatewayStreamEvent[], void, undefined>;
 }
 
 interface Prepared {
@@ -152,7 +156,7 @@ export class ChatService {
   }
 
   /** Upstream SSE ► parser ► provider decoder ► meter ► the ingress encoder (which pulls, so backpressure holds). */
-  private async *relay(prepared: Prepared, response: UpstreamResponse, ctx: CallContext): AsyncGenerator<GatewayStreamEvent, void, undefined> {
+  private async *relay(prepared: Prepared, response: UpstreamResponse, ctx: CallContext): AsyncGenerator<GatewayStreamEvent[], void, undefined> {
     const parser = new SseParser();
     const decoder = prepared.family.createStreamDecoder(prepared.request, prepared.provider, translation);
     let usage: Usage | undefined;
@@ -183,34 +187,44 @@ export class ChatService {
 
     try {
       let failure: GatewayError | undefined;
+      // What the current upstream read produced; metered parts are relayed even when the read
+      // goes on to fail (they are billed).
+      let batch: GatewayStreamEvent[] = [];
       try {
         for await (const chunk of response.body as AsyncIterable<Buffer>) {
           for (const event of parser.push(chunk)) {
             for (const part of decoder.push(event)) {
               const out = meter(part);
-              if (out) yield out;
+              if (out) batch.push(out);
             }
           }
+          const full = batch;
+          batch = [];
+          if (full.length > 0) yield full;
         }
-        for (const event of parser.end()) for (const part of decoder.push(event)) if (meter(part)) yield part;
-        for (const part of decoder.end()) if (meter(part)) yield part;
+        for (const event of parser.end()) for (const part of decoder.push(event)) if (meter(part)) batch.push(part);
+        for (const part of decoder.end()) if (meter(part)) batch.push(part);
+        const last = batch;
+        batch = [];
+        if (last.length > 0) yield last;
       } catch (error) {
         const classified = isGatewayError(error) ? error : classifyUpstreamError(prepared.provider.name, error, ctx.signal, 'the answer');
         if (classified instanceof CallAborted) return; // settled in finally, as a client abort
         failure = classified;
       }
+      if (batch.length > 0) yield batch;
       if (failure) {
         settled = true;
         await this.settle(prepared, ctx, await billable(), failure.status, failure.code);
-        yield { type: 'error', error: failure };
+        yield [{ type: 'error', error: failure }];
         return;
       }
       // The call is billed (journaled) before the client gets its last bytes.
       const final = await billable();
       settled = true;
       await this.settle(prepared, ctx, final, 200);
-      if (final) yield { type: 'usage', usage: final };
-      yield finish ?? { type: 'finish', finishReason: 'stop' };
+      const end: GatewayStreamEvent = finish ?? { type: 'finish', finishReason: 'stop' };
+      yield final ? [{ type: 'usage', usage: final }, end] : [end];
     } finally {
       if (!settled) {
         response.body.destroy();
