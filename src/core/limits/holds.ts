@@ -108,8 +108,9 @@ function add(map: Map<string, number>, id: string, delta: number): void {
 // "instance|account|key|hold"). Expired leases are dropped with their holds every
 // PURGE_EVERY_MS and before a total is read on its own (HELD), so a crashed daemon's holds
 // disappear soon after their lease runs out; admission does not purge (it is the hot path,
-// and a hold that outlives its lease by seconds only errs on the safe side). The key names carry a version
-// (HOLD_KEYS): hashes written by daemons before the running sum are not read as if they kept it.
+// and a hold that outlives its lease by seconds only errs on the safe side). The key names
+// carry a version (HOLD_KEYS): hashes written by daemons before the running sum are not read
+// as if they kept it (daemons sharing a Redis must run the same version to share holds).
 const HOLD_KEYS = 'holds2:';
 const SUM = `
 local function put(hash, id, amount)
