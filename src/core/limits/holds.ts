@@ -144,32 +144,35 @@ local function purge(leases, prefix, now)
   end
   if #expired > 0 then redis.call('ZREMRANGEBYSCORE', leases, '-inf', now) end
 end
+`;
+// Redis's clock, in ms, as now.
+const NOW = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 `;
 
-// KEYS: account hash, key hash, leases. ARGV: prefix, hold id, amount, lease member, lease ms.
 // Takes one hold and returns the account's and key's totals (a new hold: HSETNX, and the sum's
-// HINCRBY answers the total; six commands in all).
+// HINCRBY answers the total; five commands in all).
 const TAKE = `
-local function take(account, key, leases, prefix, id, amount, member, leaseMs)
+local function take(account, key, leases, id, amount, member, leaseMs)
   local totals = {hold(account, id, amount), hold(key, id, amount)}
   redis.call('ZADD', leases, now + tonumber(leaseMs), member)
   return totals
 end
 `;
 
-const ACQUIRE = `${PURGE}${TAKE}
-return take(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
+// KEYS: account hash, key hash, leases. ARGV: hold id, amount, lease member, lease ms.
+const ACQUIRE = `${SUM}${NOW}${TAKE}
+return take(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4])
 `;
 
 // The key's rate limit, then (when admitted) the hold: admission's two steps in one round trip.
-// KEYS: window, account hash, key hash, leases. ARGV: limit, window ms, request id, prefix,
-// hold id, amount, lease member, lease ms.
-const ADMIT = `${PURGE}${TAKE}${SLIDING_WINDOW_LUA}
+// KEYS: window, account hash, key hash, leases. ARGV: limit, window ms, request id, hold id,
+// amount, lease member, lease ms.
+const ADMIT = `${SUM}${NOW}${TAKE}${SLIDING_WINDOW_LUA}
 local rate = slidingWindow(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], now)
 if rate[1] == 0 then return rate end
-local totals = take(KEYS[2], KEYS[3], KEYS[4], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8])
+local totals = take(KEYS[2], KEYS[3], KEYS[4], ARGV[4], ARGV[5], ARGV[6], ARGV[7])
 return {rate[1], rate[2], rate[3], rate[4], totals[1], totals[2]}
 `;
 
@@ -200,21 +203,19 @@ end
 return 1
 `;
 
-const HELD = `${PURGE}
+const HELD = `${PURGE}${NOW}
 purge(KEYS[3], ARGV[1], now)
 return {total(KEYS[1]), total(KEYS[2])}
 `;
 
 // Drops the holds of expired leases. KEYS: leases. ARGV: prefix.
-const PURGE_EXPIRED = `${PURGE}
+const PURGE_EXPIRED = `${PURGE}${NOW}
 purge(KEYS[1], ARGV[1], now)
 return 1
 `;
 
 // Extends the leases of this daemon's open holds. ARGV: lease ms, members...
-const RENEW = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+const RENEW = `${NOW}
 for i = 2, #ARGV do redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[1]), ARGV[i]) end
 return 1
 `;
@@ -286,7 +287,7 @@ export class RedisHoldStore implements HoldStore {
   async acquire(hold: HoldRef): Promise<HoldTotals> {
     const member = this.leaseMember(hold);
     this.mine.set(hold.id, member);
-    const reply = (await this.scripts.acquire(...this.keys(hold.accountId, hold.keyId), this.prefix, hold.id, hold.amountMicros, member, LEASE_MS)) as number[];
+    const reply = (await this.scripts.acquire(...this.keys(hold.accountId, hold.keyId), hold.id, hold.amountMicros, member, LEASE_MS)) as number[];
     return { accountHeldMicros: Number(reply[0]), keyHeldMicros: Number(reply[1]) };
   }
 
@@ -300,7 +301,7 @@ export class RedisHoldStore implements HoldStore {
     this.mine.set(hold.id, member);
     let reply: unknown[];
     try {
-      reply = (await this.scripts.admit(windowKey(this.prefix, keyId), account, key, leases, limit, WINDOW_MS, requestId, this.prefix, hold.id, hold.amountMicros, member, LEASE_MS)) as unknown[];
+      reply = (await this.scripts.admit(windowKey(this.prefix, keyId), account, key, leases, limit, WINDOW_MS, requestId, hold.id, hold.amountMicros, member, LEASE_MS)) as unknown[];
     } catch (error) {
       this.mine.delete(hold.id);
       throw error;
