@@ -21,6 +21,7 @@ export const DEFAULT_RAW_CONFIG = {
     login: { max_failures: 5, window: '15m' },
   },
   logging: { level: 'info' },
+  outbound: { allow_private: [], allow_ports: [] },
   catalog: { path: 'builtin' },
   providers: {
     openai: { type: 'openai', base_url: 'https://api.openai.com/v1', api_key: '${OPENAI_API_KEY}', max_tokens_param: 'max_completion_tokens' },

@@ -3,6 +3,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseDocument } from 'yaml';
 import { mergeModelEntries, parseModel, toSourcedEntries } from './catalog.js';
+import { parseCidr } from '../core/outbound/address-policy.js';
 import { DEFAULT_ANTHROPIC_VERSION, DEFAULT_PROVIDER_TIMEOUTS, DEFAULT_RAW_CONFIG } from './defaults.js';
 import {
   isRecord,
@@ -19,7 +20,7 @@ import {
   type Raw,
 } from './fields.js';
 import { interpolateEnv } from './interpolate.js';
-import { PROVIDER_TYPES, type GatewayConfig, type ModelConfig, type ProviderConfig } from './types.js';
+import { PROVIDER_TYPES, type GatewayConfig, type ModelConfig, type OutboundConfig, type ProviderConfig } from './types.js';
 
 /** YAML ► ${ENV} interpolation ► defaults ► validation with path-precise messages ► frozen object. */
 
@@ -92,7 +93,7 @@ interface BuildOptions {
 /** Validates a parsed (not yet interpolated) user config merged over the defaults. */
 export function buildConfig(userRaw: unknown, options: BuildOptions): GatewayConfig {
   const topProblems = new Problems();
-  const top = readSection(userRaw, '', ['server', 'database', 'redis', 'auth', 'logging', 'catalog', 'providers', 'models'], topProblems);
+  const top = readSection(userRaw, '', ['server', 'database', 'redis', 'auth', 'logging', 'outbound', 'catalog', 'providers', 'models'], topProblems);
   if (topProblems.lines.length > 0 && !isRecord(userRaw)) throw new ConfigError(options.source, ['(root): must be a mapping']);
 
   const merged = mergeWithDefaults(top);
@@ -107,6 +108,7 @@ export function buildConfig(userRaw: unknown, options: BuildOptions): GatewayCon
   const auth = readSection(raw.auth, 'auth', ['jwt_secret', 'session_ttl', 'bcrypt_rounds', 'allow_signup', 'cookie_secure', 'login'], problems);
   const login = readSection(auth.login, 'auth.login', ['max_failures', 'window'], problems);
   const logging = readSection(raw.logging, 'logging', ['level'], problems);
+  const outbound = readSection(raw.outbound, 'outbound', ['allow_private', 'allow_ports'], problems);
   const catalog = readSection(raw.catalog, 'catalog', ['path'], problems);
 
   const dbPath = readString(database, 'path', 'database', problems, { required: true }) ?? '';
@@ -141,6 +143,7 @@ export function buildConfig(userRaw: unknown, options: BuildOptions): GatewayCon
       },
     },
     logging: { level: readEnum(logging, 'level', 'logging', problems, ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info') },
+    outbound: readOutbound(outbound, problems),
     providers,
     models,
     source: options.source,
@@ -162,11 +165,49 @@ function readBillingBatch(database: Raw, problems: Problems): number {
   return ms;
 }
 
+/**
+ * `outbound.allow_private` (CIDRs) and `outbound.allow_ports`: YAML lists, or one string of
+ * comma-separated items (what `${VAR}` gives).
+ */
+function readOutbound(outbound: Raw, problems: Problems): OutboundConfig {
+  const list = (key: string, what: string): Array<{ value: unknown; at: string }> => {
+    const raw = outbound[key];
+    const at = `outbound.${key}`;
+    if (raw === undefined || raw === null) return [];
+    if (typeof raw === 'string') {
+      return raw
+        .split(',')
+        .map((item) => item.trim())
+        .filter((item) => item !== '')
+        .map((value, i) => ({ value, at: `${at}[${i}]` }));
+    }
+    if (!Array.isArray(raw)) {
+      problems.add(at, `must be a list of ${what}`);
+      return [];
+    }
+    // An empty item is what an unset `${VAR}` gives: absent, as elsewhere in the config.
+    return raw.map((value: unknown, i) => ({ value, at: `${at}[${i}]` })).filter(({ value }) => value !== '' && value !== null);
+  };
+  const allowPrivate: string[] = [];
+  for (const { value, at } of list('allow_private', 'CIDRs like 10.0.0.0/8')) {
+    const cidr = typeof value === 'string' ? parseCidr(value.trim()) : 'must be a CIDR like 10.0.0.0/8';
+    if (typeof cidr === 'string') problems.add(at, cidr);
+    else allowPrivate.push((value as string).trim());
+  }
+  const allowPorts: number[] = [];
+  for (const { value, at } of list('allow_ports', 'port numbers')) {
+    const port = typeof value === 'string' && /^\d+$/.test(value.trim()) ? Number(value.trim()) : value;
+    if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) problems.add(at, 'must be a port number from 1 to 65535');
+    else if (!allowPorts.includes(port)) allowPorts.push(port);
+  }
+  return { allowPrivate, allowPorts };
+}
+
 /** Sections merge field by field over the defaults; providers by name; models are kept for the catalog merge. */
 function mergeWithDefaults(user: Raw): Raw {
   const defaults = DEFAULT_RAW_CONFIG as unknown as Raw;
   const out: Raw = {};
-  for (const key of ['server', 'database', 'auth', 'logging', 'catalog']) {
+  for (const key of ['server', 'database', 'auth', 'logging', 'outbound', 'catalog']) {
     const base = defaults[key] as Raw;
     const mine = user[key];
     out[key] = isRecord(mine) ? { ...base, ...mine } : mine === undefined || mine === null ? base : mine;

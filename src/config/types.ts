@@ -65,6 +65,18 @@ export interface ModelConfig {
   created: number;
 }
 
+/**
+ * Exceptions to the refusal of URLs a caller gives the gateway to fetch (images for
+ * upstreams that cannot fetch them): private, loopback and other internal addresses and every
+ * port but 80 and 443 are refused unless listed here.
+ */
+export interface OutboundConfig {
+  /** CIDRs (normalized network addresses, `10.1.0.0/16`) the gateway may connect to anyway. */
+  allowPrivate: readonly string[];
+  /** Ports allowed besides 80 and 443. */
+  allowPorts: readonly number[];
+}
+
 export interface GatewayConfig {
   server: {
     host: string;
@@ -91,6 +103,8 @@ export interface GatewayConfig {
     login: { maxFailures: number; windowSeconds: number };
   };
   logging: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
+  /** What the gateway may fetch on a caller's behalf (image URLs): src/core/outbound/. */
+  outbound: OutboundConfig;
   providers: Readonly<Record<string, ProviderConfig>>;
   models: readonly ModelConfig[];
   /** Where the config came from, for messages: a file path or "built-in defaults". */

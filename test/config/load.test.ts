@@ -187,3 +187,36 @@ t.test('database.billing_batch_window: a duration from 1ms to 5s, 20ms by defaul
   t.match(problemsOf({ database: { billing_batch_window: '10s' } }), [/^database\.billing_batch_window: must be at most 5s/]);
   t.match(problemsOf({ database: { billing_batch_window: 'soon' } }), [/^database\.billing_batch_window: must be a duration/]);
 });
+
+t.test('outbound: the allow-list for URLs fetched on a caller\'s behalf, empty by default', async (t) => {
+  const defaults = build({});
+  t.same(defaults.outbound, { allowPrivate: [], allowPorts: [] }, 'nothing private allowed, only ports 80 and 443');
+  t.ok(Object.isFrozen(defaults.outbound.allowPrivate), 'frozen with the rest');
+  const example = loadConfig({ file: join(PACKAGE_ROOT, 'gateway.example.yaml'), env: {} });
+  t.same(example.outbound, defaults.outbound, 'gateway.example.yaml states the default');
+
+  const config = build({ outbound: { allow_private: ['127.0.0.1/32', '10.20.0.0/16', 'fd00:1::/32', '192.168.1.10'], allow_ports: [8080, '9000', 8080] } });
+  t.same(config.outbound, { allowPrivate: ['127.0.0.1/32', '10.20.0.0/16', 'fd00:1::/32', '192.168.1.10'], allowPorts: [8080, 9000] });
+  const fromEnv = build({ outbound: { allow_private: '${NETS}', allow_ports: '${PORTS:-}' } }, { NETS: '10.1.0.0/16, 10.2.0.0/16' });
+  t.same(fromEnv.outbound, { allowPrivate: ['10.1.0.0/16', '10.2.0.0/16'], allowPorts: [] }, 'a comma-separated string, as ${VAR} gives');
+  t.same(build({ outbound: { allow_private: ['${UNSET_NET}'] } }).outbound.allowPrivate, [], 'an item from an unset variable is absent');
+});
+
+t.test('outbound: path-precise problems', async (t) => {
+  t.same(problemsOf({ outbound: { allow_private: ['10.0.0.0/8', 'intranet'] } }), ['outbound.allow_private[1]: must be a CIDR like 10.0.0.0/8 or fd00::/8']);
+  t.same(problemsOf({ outbound: { allow_private: ['10.0.0.1/8'] } }), [
+    'outbound.allow_private[0]: has bits set after the prefix length: write the network address (10.0.0.0/8)',
+  ]);
+  t.match(problemsOf({ outbound: { allow_private: ['10.0.0.0/40', 42] } }), [/^outbound\.allow_private\[0\]: must be a CIDR like 10\.0\.0\.0\/8 \(prefix length 0 to 32\)$/, /^outbound\.allow_private\[1\]: must be a CIDR like 10\.0\.0\.0\/8$/]);
+  t.same(problemsOf({ outbound: { allow_private: 42 } }), ['outbound.allow_private: must be a list of CIDRs like 10.0.0.0/8']);
+  t.same(problemsOf({ outbound: { allow_private: 'intranet' } }), ['outbound.allow_private[0]: must be a CIDR like 10.0.0.0/8 or fd00::/8']);
+  t.same(problemsOf({ outbound: { allow_ports: [8080, 0, 70000, 'http', 8.5] } }), [
+    'outbound.allow_ports[1]: must be a port number from 1 to 65535',
+    'outbound.allow_ports[2]: must be a port number from 1 to 65535',
+    'outbound.allow_ports[3]: must be a port number from 1 to 65535',
+    'outbound.allow_ports[4]: must be a port number from 1 to 65535',
+  ]);
+  t.same(problemsOf({ outbound: { allow_ports: { http: 8080 } } }), ['outbound.allow_ports: must be a list of port numbers']);
+  t.match(problemsOf({ outbound: { allow_hosts: ['images.internal'] } }), [/^outbound\.allow_hosts: unknown key \(expected one of: allow_private, allow_ports\)$/]);
+  t.same(problemsOf({ outbound: 'open' }), ['outbound: must be a mapping']);
+});

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import OpenAI, { APIError } from 'openai';
+import pino from 'pino';
 import t from 'tap';
 import { fundedKey, simulatedProviders, startTestGateway } from '../support/gateway.js';
 import { ProviderSimulator, type RecordedRequest, type Scenario, type SimUsage } from '../support/simulator/server.js';
@@ -81,12 +82,9 @@ const TWO_CALLS: Scenario = {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Shared fixtures: one simulator, one gateway, one funded key, one image server
+// Shared fixtures: one simulator, one image server, one gateway, one funded key
 
 const sim = await ProviderSimulator.start();
-const gw = await startTestGateway({ providers: simulatedProviders(sim.url) });
-const { key } = await fundedKey(gw, { balance: 100000 });
-const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, maxRetries: 0 });
 
 const imageHits: string[] = [];
 const images: Server = createServer((req, res) => {
@@ -97,6 +95,10 @@ const images: Server = createServer((req, res) => {
   } else if (req.url === '/moved.png') {
     res.writeHead(302, { location: '/pixel.png' });
     res.end();
+  } else if (req.url === '/redirect-internal') {
+    // An allowed host that redirects to one that is not.
+    res.writeHead(302, { location: `${internalBase}/pixel.png` });
+    res.end();
   } else if (req.url === '/page.html') {
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
     res.end('<html><body>not an image</body></html>');
@@ -106,13 +108,38 @@ const images: Server = createServer((req, res) => {
   }
 });
 await new Promise<void>((resolve) => images.listen(0, '127.0.0.1', resolve));
-const imageBase = `http://127.0.0.1:${(images.address() as AddressInfo).port}`;
+const imagePort = (images.address() as AddressInfo).port;
+const imageBase = `http://127.0.0.1:${imagePort}`;
+
+/** Also on loopback, on a port the gateway is not allowed to fetch from: it must never be reached. */
+let internalConnections = 0;
+const internal: Server = createServer((_req, res) => {
+  res.writeHead(200, { 'content-type': 'image/png' });
+  res.end(PNG);
+});
+internal.on('connection', () => (internalConnections += 1));
+await new Promise<void>((resolve) => internal.listen(0, '127.0.0.1', resolve));
+const internalBase = `http://127.0.0.1:${(internal.address() as AddressInfo).port}`;
+
+// The daemon's log lines, to check that a refused image's real reason is logged.
+const logLines: Array<Record<string, unknown>> = [];
+const logger = pino({ level: 'info' }, { write: (line: string) => void logLines.push(JSON.parse(line) as Record<string, unknown>) });
+// Loopback is refused unless allowed: the image server is "an internal image host" here.
+const gw = await startTestGateway(
+  { providers: simulatedProviders(sim.url), outbound: { allow_private: ['127.0.0.1/32'], allow_ports: [imagePort] } },
+  {},
+  { logger },
+);
+const { key } = await fundedKey(gw, { balance: 100000 });
+const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, maxRetries: 0 });
 
 t.teardown(async () => {
   await gw.stop();
   await sim.close();
   images.closeAllConnections();
   await new Promise<void>((resolve) => images.close(() => resolve()));
+  internal.closeAllConnections();
+  await new Promise<void>((resolve) => internal.close(() => resolve()));
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -706,20 +733,61 @@ for (const model of MODELS) {
   });
 }
 
+/** A Gemini-model call with one image URL, as an sk- key holder would send it; resolves to the error. */
+async function imageCallError(url: string): Promise<unknown> {
+  script({ text: 'never' });
+  return client.chat.completions
+    .create({ model: GEMINI.id, messages: [{ role: 'user', content: [{ type: 'text', text: 'Look' }, { type: 'image_url', image_url: { url } }] }] })
+    .then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+}
+
+/** The one answer every unfetched image URL gets, whatever the cause. */
+function assertUnfetchable(t: Test, error: unknown, what: string): void {
+  t.ok(error instanceof OpenAI.BadRequestError, `${what}: BadRequestError`);
+  const apiError = error as APIError;
+  t.equal(apiError.status, 400);
+  t.match(apiError.message, /image URL could not be fetched/);
+  t.equal(apiError.code, 400, 'error.code is the integer status');
+  t.same(apiError.error, {
+    message: 'messages: image URL could not be fetched',
+    type: 'invalid_request_error',
+    code: 400,
+    reason: 'image_url_unfetchable',
+    param: 'messages',
+  });
+  t.equal(sim.requests.length, 0, 'nothing reached the provider');
+}
+
 t.test(`${GEMINI.id}: an image URL that is not an image is a 400 and no upstream call`, async (t) => {
   for (const path of ['/missing.png', '/page.html']) {
-    script({ text: 'never' });
-    const error = await client.chat.completions
-      .create({ model: GEMINI.id, messages: [{ role: 'user', content: [{ type: 'text', text: 'Look' }, { type: 'image_url', image_url: { url: `${imageBase}${path}` } }] }] })
-      .then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-    t.ok(error instanceof OpenAI.BadRequestError, `${path}: BadRequestError`);
-    t.equal((error as APIError).status, 400);
-    t.match((error as APIError).message, /image/);
-    t.equal(sim.requests.length, 0, 'nothing reached the provider');
+    assertUnfetchable(t, await imageCallError(`${imageBase}${path}`), path);
   }
+});
+
+t.test(`${GEMINI.id}: an image URL on the operator's network is refused with the same 400, and never fetched`, async (t) => {
+  const before = internalConnections;
+  logLines.length = 0;
+  for (const url of [
+    `${internalBase}/pixel.png`, // loopback, on a port that is not allowed
+    `http://[::1]:${imagePort}/pixel.png`,
+    'http://169.254.169.254/latest/meta-data/',
+    `http://user:secret@127.0.0.1:${imagePort}/pixel.png`,
+    `${imageBase}/redirect-internal`, // an allowed host redirecting to one that is not
+  ]) {
+    assertUnfetchable(t, await imageCallError(url), url);
+  }
+  t.equal(internalConnections, before, 'the server on the port not allowed saw no connection');
+  const refusals = logLines.filter((line) => line.msg === 'image URL refused');
+  t.same(
+    refusals.map((line) => line.reason),
+    ['forbidden_port', 'forbidden_address', 'forbidden_address', 'credentials', 'forbidden_port'],
+    'the log keeps each real reason',
+  );
+  t.ok(refusals.every((line) => line.level === 40 && typeof line.req_id === 'string' && typeof line.detail === 'string'), 'warn lines with the request id and the detail');
+  t.notOk(JSON.stringify(refusals).includes('secret'), 'credentials are not logged');
 });
 
 t.test(`${GEMINI.id}: image download details`, async (t) => {

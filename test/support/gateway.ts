@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { request } from 'undici';
 import { buildConfig } from '../../src/config/load.js';
 import type { GatewayConfig } from '../../src/config/types.js';
@@ -76,10 +76,11 @@ export function httpClient(baseUrl: string): Http {
   };
 }
 
-export async function startTestGateway(raw: Record<string, unknown> = {}, env: NodeJS.ProcessEnv = {}): Promise<TestGateway> {
+/** `logger`: the daemon's logger, to read its log lines (silent by default). */
+export async function startTestGateway(raw: Record<string, unknown> = {}, env: NodeJS.ProcessEnv = {}, options: { logger?: Logger } = {}): Promise<TestGateway> {
   const dir = tempDir();
   const config = testConfig(dir.path, raw, env);
-  const running = await startGateway(config, { logger: pino({ level: 'silent' }) });
+  const running = await startGateway(config, { logger: options.logger ?? pino({ level: 'silent' }) });
   const adminEmail = 'admin@example.com';
   const init = await initializeFirstAdmin(running.app.store, { email: adminEmail, name: 'Admin', password: 'admin-password', bcryptRounds: 4 });
   return {

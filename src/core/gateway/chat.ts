@@ -270,7 +270,7 @@ export class ChatService {
     let request: ChatRequest = resolved;
     try {
       // After admission, so a refused call makes the gateway fetch nothing.
-      if (!family.fetchesImageUrls) request = { ...request, messages: await inlineRemoteImages(request.messages, ctx.signal.toAbortSignal()) };
+      if (!family.fetchesImageUrls) request = { ...request, messages: await inlineRemoteImages(request.messages, ctx.signal.toAbortSignal(), { outbound: this.config.outbound, logger: this.logger, requestId: ctx.requestId }) };
     } catch (error) {
       await this.settleFailure({ model, request, admission }, ctx, error);
       throw error;
