@@ -29,11 +29,12 @@ t.test('sign-up: rules, cookie, conflict', async (t) => {
     t.equal(res.body.error.param, param);
     t.match(res.body.error.message, message);
     t.equal(res.body.error.type, 'invalid_request_error');
+    t.equal(res.body.error.code, 400, 'code is the integer status');
   }
   t.equal(gw.app.store.accounts.list(10, 0).length, 1, 'no account was half-created (only the admin exists)');
 
   const created = await gw.http('POST', '/api/auth/signup', { body: signup });
-  t.equal(created.status, 201);
+  t.equal(created.status, 200, 'sign-up answers 200');
   t.same(created.body.user, { id: created.body.user.id, email: 'dev@example.com', name: 'Dev', role: 'user', balance: 0, created_at: created.body.user.created_at });
   t.notOk('password_hash' in created.body.user, 'no hash in the response');
   const cookie = String(created.headers['set-cookie']);
@@ -42,7 +43,10 @@ t.test('sign-up: rules, cookie, conflict', async (t) => {
 
   const again = await gw.http('POST', '/api/auth/signup', { body: { ...signup, email: 'DEV@example.com' } });
   t.equal(again.status, 409, 'a taken email (any case) is 409');
-  t.equal(again.body.error.code, 'email_taken');
+  t.equal(again.body.error.reason, 'email_taken');
+  t.equal(again.body.error.code, 409, 'code is the integer status');
+  t.same(Object.keys(again.body.error).sort(), ['code', 'message', 'param', 'reason', 'type'], 'the spec envelope');
+  t.equal(again.body.error.param, 'email');
 });
 
 t.test('login, me by cookie and by bearer', async (t) => {
@@ -98,11 +102,13 @@ t.test('bad credentials are 401, repeated failures are throttled', async (t) => 
   }
   const throttled = await gw.http('POST', '/api/auth/login', { body: { email: 'dev@example.com', password: 'correct horse' } });
   t.equal(throttled.status, 429, 'after the limit even the right password waits');
-  t.equal(throttled.body.error.code, 'too_many_login_attempts');
+  t.equal(throttled.body.error.reason, 'too_many_login_attempts');
+  t.equal(throttled.body.error.code, 429);
+  t.equal(throttled.body.error.type, 'rate_limit_exceeded');
   t.ok(Number(throttled.headers['retry-after']) > 0 && Number(throttled.headers['retry-after']) <= 600, 'Retry-After within the window');
 
   const other = await gw.http('POST', '/api/auth/signup', { body: { ...signup, email: 'other@example.com' } });
-  t.equal(other.status, 201);
+  t.equal(other.status, 200);
   const otherLogin = await gw.http('POST', '/api/auth/login', { body: { email: 'other@example.com', password: 'correct horse' } });
   t.equal(otherLogin.status, 200, 'another email from the same client still logs in (per-client limit is higher)');
 });
@@ -112,7 +118,8 @@ t.test('sign-up can be disabled', async (t) => {
   t.teardown(() => gw.stop());
   const res = await gw.http('POST', '/api/auth/signup', { body: signup });
   t.equal(res.status, 403);
-  t.equal(res.body.error.code, 'signup_disabled');
+  t.equal(res.body.error.reason, 'signup_disabled');
+  t.equal(res.body.error.code, 403);
 });
 
 t.test('sessions survive a restart with the generated secret', async (t) => {

@@ -28,7 +28,9 @@ t.test('health, readiness and the HTTP basics (no Redis)', async (t) => {
     t.equal(res.status, 404, `${path} is 404`);
     t.equal(res.body.error.type, 'not_found_error');
     t.equal(typeof res.body.error.message, 'string');
-    t.equal(res.body.error.code, 'route_not_found');
+    t.equal(res.body.error.reason, 'route_not_found');
+    t.equal(res.body.error.code, 404, 'code is the integer status');
+    t.same(Object.keys(res.body.error).sort(), ['code', 'message', 'param', 'reason', 'type'], 'the spec envelope');
     t.ok(res.headers['x-request-id'], 'errors carry x-request-id too');
   }
 
@@ -36,6 +38,8 @@ t.test('health, readiness and the HTTP basics (no Redis)', async (t) => {
   t.equal(wrong.status, 405);
   t.equal(wrong.headers.allow, 'GET');
   t.equal(wrong.body.error.type, 'method_not_allowed');
+  t.equal(wrong.body.error.reason, 'method_not_allowed');
+  t.equal(wrong.body.error.code, 405);
 });
 
 t.test('body limits and malformed JSON', async (t) => {
@@ -46,6 +50,8 @@ t.test('body limits and malformed JSON', async (t) => {
   t.equal(big.status, 413);
   t.equal(big.body.error.type, 'request_too_large');
   t.match(big.body.error.message, /2048 bytes/);
+  t.equal(big.body.error.reason, 'body_too_large');
+  t.equal(big.body.error.code, 413);
 
   // Chunked upload without content-length: the limit applies to the bytes received.
   const chunked = await request(`${gw.url}/api/auth/signup`, {
@@ -62,7 +68,8 @@ t.test('body limits and malformed JSON', async (t) => {
 
   const broken = await gw.http('POST', '/api/auth/signup', { raw: '{"email": ', headers: { 'content-type': 'application/json' } });
   t.equal(broken.status, 400);
-  t.equal(broken.body.error.code, 'invalid_json');
+  t.equal(broken.body.error.reason, 'invalid_json');
+  t.equal(broken.body.error.code, 400);
 
   const notObject = await gw.http('POST', '/api/auth/signup', { body: [1, 2] });
   t.equal(notObject.status, 400);
@@ -86,7 +93,12 @@ t.test('readiness names Redis when it is down', async (t) => {
   t.teardown(() => gw.stop());
   const ready = await gw.http('GET', '/health/ready');
   t.equal(ready.status, 503);
-  t.same(ready.body, { status: 'not_ready', db: 'ok', redis: 'error' });
+  t.same(ready.body, {
+    status: 'not_ready',
+    db: 'ok',
+    redis: 'error',
+    error: { message: 'Redis does not answer', type: 'service_unavailable', code: 503, reason: 'redis_unavailable', param: null },
+  });
   const health = await gw.http('GET', '/health');
   t.equal(health.status, 200, 'liveness does not depend on Redis');
 });
@@ -97,7 +109,12 @@ t.test('readiness names the database when it fails', async (t) => {
   gw.app.store.db.close();
   const ready = await gw.http('GET', '/health/ready');
   t.equal(ready.status, 503);
-  t.same(ready.body, { status: 'not_ready', db: 'error', redis: 'disabled' });
+  t.same(ready.body, {
+    status: 'not_ready',
+    db: 'error',
+    redis: 'disabled',
+    error: { message: 'the database does not answer', type: 'service_unavailable', code: 503, reason: 'database_unavailable', param: null },
+  });
 });
 
 t.test('graceful shutdown lets an in-flight request finish, then refuses', async (t) => {
@@ -127,7 +144,15 @@ t.test('readiness: not ready while the ledger does not take the settled calls', 
   await new Promise((resolve) => setTimeout(resolve, 150));
   const stuck = await gw.http('GET', '/health/ready');
   t.equal(stuck.status, 503);
-  t.same(stuck.body, { status: 'not_ready', db: 'error', redis: 'disabled', reason: 'ledger_writes_failing', unapplied_calls: 1 });
+  t.same(stuck.body, {
+    status: 'not_ready',
+    db: 'error',
+    redis: 'disabled',
+    reason: 'ledger_writes_failing',
+    unapplied_calls: 1,
+    error: { message: stuck.body.error?.message, type: 'service_unavailable', code: 503, reason: 'ledger_writes_failing', param: null },
+  });
+  t.match(stuck.body.error?.message, /ledger/);
   writer.exec('ROLLBACK');
   writer.close();
   await new Promise((resolve) => setTimeout(resolve, 600));

@@ -419,14 +419,20 @@ interface Rejection {
   name: string;
   body: unknown;
   param: string | null;
-  code?: string;
+  /** The GatewayError's reason (rendered as `error.reason`); invalid_field unless given. */
+  reason?: string;
 }
 
 function expectRejections(t: Tap, decode: (raw: unknown) => unknown, cases: Rejection[]): void {
   for (const c of cases) {
     const error = thrown(() => decode(c.body));
     t.ok(error instanceof GatewayError, `${c.name}: a GatewayError`);
-    t.match(error, { status: 400, type: 'invalid_request_error', param: c.param, code: c.code ?? 'invalid_field' }, `${c.name}: 400 with param ${c.param}`);
+    t.match(error, { status: 400, type: 'invalid_request_error', param: c.param, reason: c.reason ?? 'invalid_field' }, `${c.name}: 400 with param ${c.param}`);
+    t.strictSame(
+      error instanceof GatewayError ? error.toBody() : undefined,
+      { error: { message: error?.message, type: 'invalid_request_error', code: 400, reason: c.reason ?? 'invalid_field', param: c.param } },
+      `${c.name}: the body has the integer code and the reason`,
+    );
     if (c.param !== null) t.match(error?.message, new RegExp(`^${c.param.replace(/[.[\]]/g, '\\$&')}: `), `${c.name}: the message starts with the field`);
   }
 }
@@ -441,14 +447,14 @@ const withToolUse = (result: Record<string, unknown>) => [
 t.test('messages: invalid requests → 400 naming the field', async (t) => {
   const base = { model: 'anthropic/claude-haiku-4-5', max_tokens: 100, messages: MSG_USER };
   expectRejections(t, decodeMessagesRequest, [
-    { name: 'not an object', body: [base], param: null, code: 'invalid_body' },
-    { name: 'no model', body: { ...base, model: undefined }, param: 'model', code: 'missing_field' },
+    { name: 'not an object', body: [base], param: null, reason: 'invalid_body' },
+    { name: 'no model', body: { ...base, model: undefined }, param: 'model', reason: 'missing_field' },
     { name: 'empty model', body: { ...base, model: ' ' }, param: 'model' },
-    { name: 'no max_tokens', body: { ...base, max_tokens: undefined }, param: 'max_tokens', code: 'missing_field' },
+    { name: 'no max_tokens', body: { ...base, max_tokens: undefined }, param: 'max_tokens', reason: 'missing_field' },
     { name: 'max_tokens 0', body: { ...base, max_tokens: 0 }, param: 'max_tokens' },
     { name: 'max_tokens 1.5', body: { ...base, max_tokens: 1.5 }, param: 'max_tokens' },
     { name: 'stream "yes"', body: { ...base, stream: 'yes' }, param: 'stream' },
-    { name: 'no messages', body: { ...base, messages: undefined }, param: 'messages', code: 'missing_field' },
+    { name: 'no messages', body: { ...base, messages: undefined }, param: 'messages', reason: 'missing_field' },
     { name: 'empty messages', body: { ...base, messages: [] }, param: 'messages' },
     // A system turn inside messages is accepted (see request-system-turn.json), but only with text.
     { name: 'a system turn with an image', body: { ...base, messages: [...MSG_USER, { role: 'system', content: [{ type: 'image', source: { type: 'url', url: 'https://e.com/a.png' } }] }] }, param: 'messages[1].content[0]' },
@@ -497,12 +503,12 @@ const RESP_CALL = { type: 'function_call', call_id: 'call_1', name: 'get_weather
 t.test('responses: invalid requests → 400 naming the field', async (t) => {
   const base = { model: 'openai/gpt-4o-mini', input: 'hi' };
   expectRejections(t, (raw) => decodeResponsesRequest(raw), [
-    { name: 'not an object', body: 'hi', param: null, code: 'invalid_body' },
+    { name: 'not an object', body: 'hi', param: null, reason: 'invalid_body' },
     { name: 'previous_response_id', body: { ...base, previous_response_id: 'resp_123' }, param: 'previous_response_id' },
     { name: 'conversation', body: { ...base, conversation: 'conv_1' }, param: 'conversation' },
     { name: 'background', body: { ...base, background: true }, param: 'background' },
-    { name: 'no model', body: { input: 'hi' }, param: 'model', code: 'missing_field' },
-    { name: 'no input', body: { model: base.model }, param: 'input', code: 'missing_field' },
+    { name: 'no model', body: { input: 'hi' }, param: 'model', reason: 'missing_field' },
+    { name: 'no input', body: { model: base.model }, param: 'input', reason: 'missing_field' },
     { name: 'empty input', body: { ...base, input: [] }, param: 'input' },
     { name: 'stream "true"', body: { ...base, stream: 'true' }, param: 'stream' },
     { name: 'store "no"', body: { ...base, store: 'no' }, param: 'store' },
@@ -541,7 +547,7 @@ t.test('responses: invalid requests → 400 naming the field', async (t) => {
 t.test('chat: invalid requests → 400 naming the field', async (t) => {
   const base = { model: 'openai/gpt-4o-mini', messages: MSG_USER };
   expectRejections(t, (raw) => decodeChatCompletion(raw), [
-    { name: 'no messages', body: { model: base.model }, param: 'messages', code: 'missing_field' },
+    { name: 'no messages', body: { model: base.model }, param: 'messages', reason: 'missing_field' },
     { name: 'a tool message for an unknown tool_call_id', body: { ...base, messages: [...MSG_USER, { role: 'tool', tool_call_id: 'call_x', content: 'x' }] }, param: 'messages[1].tool_call_id' },
     { name: 'n 2', body: { ...base, n: 2 }, param: 'n' },
     { name: 'stream_options without stream', body: { ...base, stream_options: { include_usage: true } }, param: 'stream_options' },

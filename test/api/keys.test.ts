@@ -13,10 +13,11 @@ t.test('POST /api/api-keys: the key is shown once and stored hashed', async (t) 
   const token = await session(gw);
 
   const created = await gw.http('POST', '/api/api-keys', { token, body: { name: 'my app' } });
-  t.equal(created.status, 201);
+  t.equal(created.status, 200, 'the session API answers 200');
   const secret: string = created.body.api_key;
   t.match(secret, /^sk-[0-9a-f]{64}$/);
-  t.match(created.body, { object: 'api_key', name: 'my app', rate_limit: 10000, budget: null, spent: 0, status: 'active', expires_at: null, last_used_at: null });
+  t.match(created.body, { object: 'api_key', name: 'my app', rate_limit: 10000, budget: 0, spent: 0, status: 'active', expires_at: null, last_used_at: null });
+  t.equal(created.body.budget, 0, 'no budget: 0 (unlimited), a number, not null');
   t.equal(created.body.masked_key, `sk-${secret.slice(3, 7)}…${secret.slice(-4)}`);
 
   const row = gw.app.store.db.prepare('SELECT * FROM api_keys WHERE id = ?').get(created.body.id) as Record<string, unknown>;
@@ -63,14 +64,16 @@ t.test('field rules on create', async (t) => {
     t.equal(res.status, 400, `${JSON.stringify(body)} → 400`);
     t.equal(res.body.error.param, param);
     t.match(res.body.error.message, message);
+    t.equal(res.body.error.code, 400, 'code is the integer status');
   }
   t.equal(gw.app.store.db.prepare('SELECT count(*) AS n FROM api_keys').pluck().get(), 0, 'nothing was written');
 
   const good = await gw.http('POST', '/api/api-keys', { token, body: { name: 'b', rate_limit: 1, budget: 12.345678, expires_at: '2031-06-30' } });
-  t.equal(good.status, 201);
+  t.equal(good.status, 200);
   t.match(good.body, { rate_limit: 1, budget: 12.345678, expires_at: '2031-06-30T00:00:00.000Z' });
   const zero = await gw.http('POST', '/api/api-keys', { token, body: { name: 'c', budget: 0, expires_at: '2031-06-30T18:30:00+05:30', rate_limit: 10000 } });
-  t.match(zero.body, { budget: null, expires_at: '2031-06-30T13:00:00.000Z', rate_limit: 10000 }, 'budget 0 = unlimited');
+  t.equal(zero.body.budget, 0, 'budget 0 = unlimited, shown as 0');
+  t.match(zero.body, { budget: 0, expires_at: '2031-06-30T13:00:00.000Z', rate_limit: 10000 }, 'budget 0 = unlimited');
 });
 
 t.test('PATCH and DELETE', async (t) => {
@@ -85,7 +88,8 @@ t.test('PATCH and DELETE', async (t) => {
   t.match(renamed.body, { name: 'renamed', rate_limit: 100, budget: 50, expires_at: '2031-01-01T00:00:00.000Z' }, 'omitted fields are kept');
 
   const unlimited = await gw.http('PATCH', `/api/api-keys/${id}`, { token, body: { budget: 0, rate_limit: 5000 } });
-  t.match(unlimited.body, { budget: null, rate_limit: 5000, name: 'renamed' });
+  t.match(unlimited.body, { budget: 0, rate_limit: 5000, name: 'renamed' });
+  t.equal(unlimited.body.budget, 0, 'unlimited is 0, not null');
 
   const noExpiry = await gw.http('PATCH', `/api/api-keys/${id}`, { token, body: { expires_at: null } });
   t.equal(noExpiry.body.expires_at, null, 'expires_at null removes the expiry');
@@ -101,9 +105,12 @@ t.test('PATCH and DELETE', async (t) => {
   t.ok(revoked.body.revoked_at);
   const after = await gw.http('GET', '/v1/credits', { token: created.body.api_key });
   t.equal(after.status, 401, 'a revoked key is refused at once');
-  t.equal(after.body.error.code, 'revoked_api_key');
+  t.equal(after.body.error.reason, 'revoked_api_key');
+  t.equal(after.body.error.code, 401);
   const patchRevoked = await gw.http('PATCH', `/api/api-keys/${id}`, { token, body: { name: 'x' } });
   t.equal(patchRevoked.status, 409);
+  t.equal(patchRevoked.body.error.reason, 'key_revoked');
+  t.equal(patchRevoked.body.error.code, 409);
   const revokeAgain = await gw.http('DELETE', `/api/api-keys/${id}`, { token });
   t.equal(revokeAgain.body.revoked_at, revoked.body.revoked_at, 'revoking twice keeps the first time');
 
@@ -139,7 +146,8 @@ t.test('expired and exhausted keys', async (t) => {
   if (record) gw.app.keyAuth.api.invalidate(record);
   const expired = await gw.http('GET', '/v1/credits', { token: created.body.api_key });
   t.equal(expired.status, 401);
-  t.equal(expired.body.error.code, 'expired_api_key');
+  t.equal(expired.body.error.reason, 'expired_api_key');
+  t.equal(expired.body.error.code, 401);
   const listed = await gw.http('GET', '/api/api-keys', { token });
   t.equal(listed.body.data[0].status, 'expired');
 
@@ -156,7 +164,7 @@ t.test('management keys through the session API', async (t) => {
   t.teardown(() => gw.stop());
   const token = await session(gw);
   const created = await gw.http('POST', '/api/management-keys', { token, body: { name: 'ci tool', expires_at: '2032-01-01' } });
-  t.equal(created.status, 201);
+  t.equal(created.status, 200, 'the session API answers 200');
   t.match(created.body.management_key, /^akm-[0-9a-f]{64}$/);
   t.notOk('rate_limit' in created.body, 'management keys carry no rate limit');
   const bad = await gw.http('POST', '/api/management-keys', { token, body: { name: 'x', rate_limit: 5 } });

@@ -18,11 +18,15 @@ type Tap = Parameters<Parameters<typeof t.test>[0]>[0];
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const micros = (inr: number): number => Math.round(inr * 1_000_000);
 
-/** Asserts the error envelope `{error: {message, type, code, param}}` with the given status and code. */
-function isError(t: Tap, res: HttpResponse, status: number, code: string, param?: string | null, label = ''): void {
+/**
+ * Asserts the error envelope `{error: {message, type, code, reason, param}}` with the given
+ * status (the HTTP status and the integer `code`) and reason.
+ */
+function isError(t: Tap, res: HttpResponse, status: number, reason: string, param?: string | null, label = ''): void {
   const what = `${label ? `${label}: ` : ''}${res.status} ${res.text}`;
   t.equal(res.status, status, `${label} → ${status}`);
-  t.equal(res.body?.error?.code, code, `code ${code} (${what})`);
+  t.equal(res.body?.error?.reason, reason, `reason ${reason} (${what})`);
+  t.equal(res.body?.error?.code, status, `code is the integer status ${status} (${label})`);
   t.type(res.body?.error?.message, 'string', `error.message is a string (${label})`);
   t.type(res.body?.error?.type, 'string', `error.type is a string (${label})`);
   if (param !== undefined) {
@@ -69,7 +73,7 @@ t.test('credentials: only akm- keys, in Authorization: Bearer or x-api-key', asy
   const none = await gw.http('GET', '/api/management/me');
   isError(t, none, 401, 'missing_credentials', null, 'no credential');
   t.strictSame(Object.keys(none.body), ['error'], 'the body is only the error envelope');
-  t.strictSame(Object.keys(none.body.error).sort(), ['code', 'message', 'param', 'type']);
+  t.strictSame(Object.keys(none.body.error).sort(), ['code', 'message', 'param', 'reason', 'type']);
   t.equal(none.body.error.type, 'authentication_error');
 
   for (const [label, headers] of [
@@ -572,7 +576,7 @@ t.test('keys of an account: api-keys and management-keys', async (t) => {
     name: 'production',
     masked_key: `sk-${secret.slice(3, 7)}…${secret.slice(-4)}`,
     rate_limit: 10_000,
-    budget: null,
+    budget: 0,
     spent: 0,
     status: 'active',
     expires_at: null,
@@ -686,7 +690,7 @@ t.test('keys of an account: api-keys and management-keys', async (t) => {
   isError(t, await gw.http('POST', '/api/management/accounts/acc_nope/api-keys', { token: gw.adminKey, body: { name: 'x' } }), 404, 'account_not_found', undefined, 'key for an unknown account');
 
   const accepted = await createApiKey(gw, gw.adminKey, user.id, { name: 'limits', rate_limit: 1, budget: 0, expires_at: '2999-12-31' });
-  t.match(accepted.body, { rate_limit: 1, budget: null, expires_at: '2999-12-31T00:00:00.000Z', status: 'active' }, 'YYYY-MM-DD accepted; budget 0 is unlimited');
+  t.match(accepted.body, { rate_limit: 1, budget: 0, expires_at: '2999-12-31T00:00:00.000Z', status: 'active' }, 'YYYY-MM-DD accepted; budget 0 is unlimited');
   const maxed = await createApiKey(gw, gw.adminKey, user.id, { name: 'max', rate_limit: 10_000, budget: 12.5, expires_at: '2999-06-01T05:30:00+05:30' });
   t.match(maxed.body, { rate_limit: 10_000, budget: 12.5, expires_at: '2999-06-01T00:00:00.000Z' }, 'an offset date-time is normalised to UTC');
 
@@ -701,7 +705,7 @@ t.test('keys of an account: api-keys and management-keys', async (t) => {
   t.equal(rated.status, 200, 'the owner may update its key');
   t.match(rated.body, { name: 'renamed', rate_limit: 75, budget: 10 });
   const unlimited = await gw.http('PATCH', patchPath, { token: gw.adminKey, body: { budget: 0 } });
-  t.equal(unlimited.body.budget, null, 'budget 0 makes it unlimited');
+  t.equal(unlimited.body.budget, 0, 'budget 0 makes it unlimited (shown as 0)');
   t.equal(unlimited.body.rate_limit, 75);
   const noExpiry = await gw.http('PATCH', patchPath, { token: gw.adminKey, body: { expires_at: null, budget: 2.5 } });
   t.match(noExpiry.body, { expires_at: null, budget: 2.5, name: 'renamed', rate_limit: 75 });
@@ -864,6 +868,7 @@ t.test('usage: listing with filters and paging', async (t) => {
     cache_read_tokens: 3,
     cache_write_tokens: 4,
     cost: 2.500001,
+    uncharged: 0,
     status: 200,
     error_type: null,
     latency_ms: 123,
@@ -959,13 +964,16 @@ t.test('usage: the live SSE stream', async (t) => {
   // Refusals answer before the stream opens.
   const anonymous = await openUsageStream(gw, '');
   t.equal(anonymous.status, 401);
-  t.equal(anonymous.error?.error?.code, 'missing_credentials');
+  t.equal(anonymous.error?.error?.reason, 'missing_credentials');
+  t.equal(anonymous.error?.error?.code, 401);
   const skStream = await openUsageStream(gw, kA.secret);
   t.equal(skStream.status, 403);
-  t.equal(skStream.error?.error?.code, 'api_key_not_allowed');
+  t.equal(skStream.error?.error?.reason, 'api_key_not_allowed');
+  t.equal(skStream.error?.error?.code, 403);
   const foreign = await openUsageStream(gw, a.key, `?account=${b.id}`);
   t.equal(foreign.status, 404, "a user cannot stream another account's usage");
-  t.equal(foreign.error?.error?.code, 'account_not_found');
+  t.equal(foreign.error?.error?.reason, 'account_not_found');
+  t.equal(foreign.error?.error?.code, 404);
   const badQuery = await openUsageStream(gw, gw.adminKey, '?since=2026-01-01');
   t.equal(badQuery.status, 400, 'a time range does not apply to the live stream');
   t.equal(badQuery.error?.error?.param, 'since');
@@ -1012,6 +1020,7 @@ t.test('usage: the live SSE stream', async (t) => {
     cache_read_tokens: 0,
     cache_write_tokens: 0,
     cost: 1.234567,
+    uncharged: 0,
     status: 200,
     error_type: null,
     latency_ms: 123,

@@ -24,6 +24,9 @@ t.test('the model catalog: OpenAI shape on /v1/models, prices on /api/models', a
     (error: unknown) => error,
   );
   t.ok(missing instanceof OpenAI.NotFoundError, 'unknown model is a NotFoundError (404) through the SDK');
+  const missingRaw = await gw.http('GET', '/v1/models/openai/nope');
+  t.equal(missingRaw.status, 404);
+  t.same(missingRaw.body.error, { message: missingRaw.body.error.message, type: 'not_found_error', code: 404, reason: 'model_not_found', param: 'model' }, 'the spec envelope: integer code, the reason beside it');
 
   const catalog = await gw.http('GET', '/api/models');
   t.equal(catalog.status, 200);
@@ -34,6 +37,9 @@ t.test('the model catalog: OpenAI shape on /v1/models, prices on /api/models', a
     provider: 'openai',
     type: 'chat',
     context_window: 128000,
+    context_window_unit: 'tokens',
+    input_cost_per_1m: 12.6,
+    output_cost_per_1m: 50.4,
     max_output_tokens: 16384,
     pricing: {
       currency: 'INR',
@@ -46,7 +52,22 @@ t.test('the model catalog: OpenAI shape on /v1/models, prices on /api/models', a
       per_image: null,
     },
   });
-  t.equal(catalog.body.data.find((m: { id: string }) => m.id === 'openai/dall-e-3').pricing.per_image, 3.36);
+  const byId = (id: string) => catalog.body.data.find((m: { id: string }) => m.id === id);
+  t.equal(byId('openai/dall-e-3').pricing.per_image, 3.36);
+  for (const model of catalog.body.data) {
+    t.ok(Number.isInteger(model.context_window) && model.context_window >= 0, `${model.id}: context_window is an integer`);
+    t.ok(model.context_window_unit === null || model.context_window_unit === 'tokens' || model.context_window_unit === 'characters', `${model.id}: context_window_unit`);
+    t.equal(model.context_window_unit === null, model.context_window === 0, `${model.id}: a unit exactly when a context window is known`);
+    t.ok(typeof model.input_cost_per_1m === 'number' && Number.isFinite(model.input_cost_per_1m) && model.input_cost_per_1m >= 0, `${model.id}: input_cost_per_1m is a number`);
+    t.ok(typeof model.output_cost_per_1m === 'number' && Number.isFinite(model.output_cost_per_1m) && model.output_cost_per_1m >= 0, `${model.id}: output_cost_per_1m is a number`);
+    t.equal(typeof model.pricing, 'object', `${model.id}: pricing stays`);
+  }
+  t.match(byId('openai/dall-e-3'), { context_window: 4000, context_window_unit: 'characters', input_cost_per_1m: 0, output_cost_per_1m: 0 });
+  t.match(byId('openai/dall-e-2'), { context_window: 1000, context_window_unit: 'characters' });
+  t.match(byId('openai/gpt-image-1'), { context_window: 32000, context_window_unit: 'characters', input_cost_per_1m: 420, output_cost_per_1m: 3360 });
+  t.match(byId('openai/tts-1'), { context_window: 4096, context_window_unit: 'characters' });
+  t.match(byId('openai/gpt-4o-transcribe'), { context_window: 16000, context_window_unit: 'tokens', input_cost_per_1m: 504, output_cost_per_1m: 840 });
+  t.match(byId('openai/whisper-1'), { context_window: 0, context_window_unit: null }, 'whisper-1 has no context window: 0, not null');
 });
 
 t.test('/v1/credits: sk- keys by bearer or x-api-key, role separation', async (t) => {
@@ -79,13 +100,15 @@ t.test('/v1/credits: sk- keys by bearer or x-api-key, role separation', async (t
   for (const [label, headers, status, code] of cases) {
     const res = await gw.http('GET', '/v1/credits', { headers });
     t.equal(res.status, status, `${label} → ${status}`);
-    t.equal(res.body.error.code, code, `${label}: ${code}`);
+    t.equal(res.body.error.reason, code, `${label}: ${code}`);
+    t.equal(res.body.error.code, status, `${label}: code is the integer status`);
     t.notOk(res.text.includes(gw.adminKey), 'the key is never echoed');
   }
 
   const skOnManagement = await gw.http('GET', '/api/management/me', { token: sk });
   t.equal(skOnManagement.status, 403, 'an sk- key on the management API is 403');
-  t.equal(skOnManagement.body.error.code, 'api_key_not_allowed');
+  t.equal(skOnManagement.body.error.reason, 'api_key_not_allowed');
+  t.equal(skOnManagement.body.error.code, 403);
 });
 
 t.test('last use of a key is recorded without a write per request', async (t) => {

@@ -49,12 +49,22 @@ function usage(t: Test, result: CliResult, message: RegExp, what: string): void 
   t.match(first, message, `${what}: the message`);
 }
 
-/** `{"error": {"message": …}}` on stdout, as the only document. */
-function jsonError(t: Test, result: CliResult, message: RegExp, what: string, status?: number): void {
-  const body = doc<{ error: { message: string; status?: number } }>(result);
+/**
+ * `{"error": {"message": …}}` on stdout, as the only document. When the daemon answered with an
+ * error body (`reason` given), the document also carries its type, integer code (= status),
+ * reason and param.
+ */
+function jsonError(t: Test, result: CliResult, message: RegExp, what: string, status?: number, reason?: string): void {
+  const body = doc<{ error: { message: string; status?: number; type?: string; code?: number; reason?: string; param?: string | null } }>(result);
   t.match(body.error.message, message, `${what}: JSON error message`);
   t.equal(`error: ${body.error.message}`, lines(result.stderr)[0], `${what}: the JSON message is the stderr message`);
   if (status !== undefined) t.equal(body.error.status, status, `${what}: JSON error status`);
+  if (reason !== undefined) {
+    t.equal(body.error.code, status, `${what}: JSON error code is the integer status`);
+    t.equal(body.error.reason, reason, `${what}: JSON error reason`);
+    t.equal(typeof body.error.type, 'string', `${what}: JSON error type`);
+    t.ok('param' in body.error, `${what}: JSON error param`);
+  }
 }
 
 t.test('help, version, usage errors and an unreachable gateway', async (t) => {
@@ -254,7 +264,8 @@ t.test('admin commands against a running daemon', async (t) => {
   );
   for (const account of accounts.data) t.same(Object.keys(account).sort(), ['balance', 'created_at', 'email', 'id', 'name', 'role'], 'account shape');
   failure(t, duplicate, /u@example\.com/, 'accounts create with a taken email');
-  jsonError(t, duplicate, /u@example\.com/, 'accounts create with a taken email, --json', 409);
+  jsonError(t, duplicate, /u@example\.com/, 'accounts create with a taken email, --json', 409, 'email_taken');
+  t.match(doc(duplicate).error, { type: 'conflict_error', param: 'email' }, 'the daemon\'s type and param');
 
   // wallet topup, replayed; unknown email ----------------------------------------------------------
   const topupArgs = ['wallet', 'topup', '--email', email, '--amount', '100.5', '--reference', 'r1', ...admin];
@@ -279,7 +290,7 @@ t.test('admin commands against a running daemon', async (t) => {
   t.match(replayHuman.stdout, /balance\s+₹100\.50/);
   failure(t, unknownTopup, /^error: account 'nobody@example\.com' not found$/, 'wallet topup for an unknown email');
   t.equal(unknownTopup.stdout, '');
-  jsonError(t, unknownTopupJson, /^account 'nobody@example\.com' not found$/, 'wallet topup for an unknown email, --json', 404);
+  jsonError(t, unknownTopupJson, /^account 'nobody@example\.com' not found$/, 'wallet topup for an unknown email, --json', 404, 'account_not_found');
   t.equal(unknownTopupJson.code, 1);
 
   // wallet balance and ledger ----------------------------------------------------------------------
@@ -344,11 +355,19 @@ t.test('admin commands against a running daemon', async (t) => {
   t.equal(keyList.data.length, 2);
   t.notMatch(keysJson.stdout, /sk-[0-9a-f]{8,}/, 'keys list --json carries no secret');
   t.same(keyList.data.map((k: { masked_key: string }) => k.masked_key).sort(), [masked, humanMasked].sort());
+  t.equal(keyList.data.find((k: { masked_key: string }) => k.masked_key === humanMasked)?.budget, 0, 'keys list --json: no budget is 0');
+
+  // keys create --json without --budget: budget 0 (unlimited)
+  const noBudgetJson = await runCli(['keys', 'create', '--email', email, '--name', 'no-budget', ...admin, '--json']);
+  ok(t, noBudgetJson, 'keys create --json without --budget');
+  t.match(doc(noBudgetJson), { object: 'api_key', name: 'no-budget', rate_limit: 10000, spent: 0, status: 'active' });
+  t.equal(doc(noBudgetJson).budget, 0, 'keys create --json without --budget: budget 0 (unlimited), not null');
 
   // keys update ------------------------------------------------------------------------------------
   const unlimited = await runCli(['keys', 'update', key.id, '--budget', '0', ...admin, '--json']);
   ok(t, unlimited, 'keys update --budget 0');
-  t.match(doc(unlimited), { id: key.id, budget: null, rate_limit: 60, name: 'app', expires_at: '2030-01-01T00:00:00.000Z' }, '--budget 0 means unlimited (null)');
+  t.match(doc(unlimited), { id: key.id, budget: 0, rate_limit: 60, name: 'app', expires_at: '2030-01-01T00:00:00.000Z' }, '--budget 0 means unlimited (0)');
+  t.equal(doc(unlimited).budget, 0, 'budget 0, a number, not null');
   t.notOk('api_key' in doc(unlimited), 'update shows no secret');
   const renamed = await runCli(['keys', 'update', key.id, '--name', 'new', ...admin]);
   ok(t, renamed, 'keys update --name');
@@ -356,7 +375,7 @@ t.test('admin commands against a running daemon', async (t) => {
   t.match(renamed.stdout, new RegExp(`^${key.id}\\s+new\\s+${masked}\\s+60\\s+unlimited\\s`, 'm'), 'the updated row');
   t.notMatch(renamed.stdout, secret);
   const afterUpdate = await gw.http('GET', `/api/management/api-keys/${key.id}`, { token: gw.adminKey });
-  t.match(afterUpdate.body, { name: 'new', budget: null, rate_limit: 60, status: 'active', expires_at: '2030-01-01T00:00:00.000Z' }, 'the daemon has the changes');
+  t.match(afterUpdate.body, { name: 'new', budget: 0, rate_limit: 60, status: 'active', expires_at: '2030-01-01T00:00:00.000Z' }, 'the daemon has the changes');
 
   // keys revoke; unknown id -----------------------------------------------------------------------------
   const [revoked, unknownRevoke, unknownRevokeJson] = await Promise.all([
@@ -371,7 +390,7 @@ t.test('admin commands against a running daemon', async (t) => {
   failure(t, unknownRevoke, /^error: api key 'key_doesnotexist' not found$/, 'keys revoke with an unknown id (404)');
   t.equal(unknownRevoke.stdout, '');
   t.equal(unknownRevokeJson.code, 1);
-  jsonError(t, unknownRevokeJson, /not found/, 'keys revoke with an unknown id, --json', 404);
+  jsonError(t, unknownRevokeJson, /not found/, 'keys revoke with an unknown id, --json', 404, 'api_key_not_found');
 
   // mgmt-keys, and what a user's akm- key may do ----------------------------------------------------
   const mgmtCreated = await runCli(['mgmt-keys', 'create', '--email', email, '--name', 'tool', ...admin, '--json']);

@@ -295,7 +295,7 @@ t.test('200 concurrent calls against a wallet for exactly 50', async (t) => {
   t.ok(ok.length <= 50, `never more than 50 succeed (${ok.length})`);
   t.equal(ok.length, 50, 'exactly 50 succeed');
   t.equal(refused.length, 200 - ok.length, 'the rest are 402');
-  t.ok(refused.every((r) => r.json?.error?.code === 'insufficient_credits' && r.json?.error?.type === 'insufficient_credits'), '402 insufficient_credits');
+  t.ok(refused.every((r) => r.json?.error?.code === 402 && r.json?.error?.reason === 'insufficient_credits' && r.json?.error?.type === 'insufficient_credits'), '402 insufficient_credits');
   t.equal(sim.requests.length - requestsBefore, ok.length, 'only admitted calls reached the upstream');
   t.ok(ok.every((r) => header(r, 'x-gateway-cost-inr') === inr(CALL_MICROS).toString()), 'each cost exactly the hold');
 
@@ -325,7 +325,7 @@ t.test('concurrent calls against a key budget smaller than the wallet', async (t
   const refused = results.filter((r) => r.status !== 200);
   t.ok(ok.length <= 20, `never more than the budget allows (${ok.length})`);
   t.equal(ok.length, 20, 'exactly 20 succeed');
-  t.ok(refused.every((r) => r.status === 402 && r.json?.error?.type === 'budget_exceeded' && r.json?.error?.code === 'budget_exceeded'), '402 budget_exceeded');
+  t.ok(refused.every((r) => r.status === 402 && r.json?.error?.type === 'budget_exceeded' && r.json?.error?.code === 402 && r.json?.error?.reason === 'budget_exceeded'), '402 budget_exceeded');
   const key = gw.app.store.apiKeys.byId(funded.keyId);
   t.ok((key?.spentMicros ?? Infinity) <= budget, `spent never above the budget (${key?.spentMicros} ≤ ${budget})`);
   t.equal(key?.spentMicros, ok.length * CALL_MICROS, 'spent = Σ charges');
@@ -371,7 +371,8 @@ t.test('402 messages', async (t) => {
       const res = await post(gw.url, funded.key, body);
       t.equal(res.status, 402);
       t.equal(res.json?.error?.type, 'insufficient_credits');
-      t.equal(res.json?.error?.code, 'insufficient_credits');
+      t.equal(res.json?.error?.code, 402);
+      t.equal(res.json?.error?.reason, 'insufficient_credits');
       t.match(res.json?.error?.message, /₹0\.00/, 'states the balance');
     }
     t.equal(sim.requests.length, before, 'nothing upstream');
@@ -388,7 +389,8 @@ t.test('402 messages', async (t) => {
       const res = await post(gw.url, funded.key, { model: MINI, messages: USER, max_tokens: maxTokens });
       t.equal(res.status, 402, `max_tokens=${maxTokens} refused`);
       t.equal(res.json?.error?.type, 'insufficient_credits');
-      t.equal(res.json?.error?.code, 'insufficient_credits');
+      t.equal(res.json?.error?.code, 402);
+      t.equal(res.json?.error?.reason, 'insufficient_credits');
       t.match(res.json?.error?.message, /₹0\.10/, 'states the balance');
       t.match(res.json?.error?.message, new RegExp(`max_tokens=${affordable}\\b`), `states max_tokens=${affordable}`);
     }
@@ -422,7 +424,8 @@ t.test('402 messages', async (t) => {
     const second = await post(gw.url, funded.key, { model: MINI, messages: USER, max_tokens: 1 });
     t.equal(second.status, 402);
     t.equal(second.json?.error?.type, 'budget_exceeded');
-    t.equal(second.json?.error?.code, 'budget_exceeded');
+    t.equal(second.json?.error?.code, 402);
+    t.equal(second.json?.error?.reason, 'budget_exceeded');
     t.equal(sim.requests.length, before, 'nothing upstream');
     const key = await gw.http('GET', `/api/management/api-keys/${funded.keyId}`, { token: gw.adminKey });
     t.equal(key.body.status, 'exhausted');
@@ -447,8 +450,9 @@ t.test('rate limit: 5 per minute', async (t) => {
   t.same(remaining, ['4', '3', '2', '1', '0'], 'x-ratelimit-remaining-requests counts down');
   const limited = await post(gw.url, funded.key, { model: MINI, messages: USER, max_tokens: 5 });
   t.equal(limited.status, 429);
-  t.equal(limited.json?.error?.code, 'rate_limit_exceeded');
-  t.equal(limited.json?.error?.type, 'rate_limit_error');
+  t.equal(limited.json?.error?.code, 429);
+  t.equal(limited.json?.error?.reason, 'rate_limit_exceeded');
+  t.equal(limited.json?.error?.type, 'rate_limit_exceeded');
   t.ok(Number(header(limited, 'retry-after')) >= 1, `retry-after ≥ 1 (${header(limited, 'retry-after')})`);
   t.equal(header(limited, 'x-ratelimit-limit-requests'), '5');
   t.equal(header(limited, 'x-ratelimit-remaining-requests'), '0');
@@ -493,7 +497,8 @@ t.test('two daemons sharing Redis: one rate limit', { skip: redisSkipReason() },
   for (const [name, daemon] of [['A', a], ['B', b]] as const) {
     const res = await post(daemon.url, funded.key, { model: MINI, messages: USER, max_tokens: 5 });
     t.equal(res.status, 429, `429 from daemon ${name}`);
-    t.equal(res.json?.error?.code, 'rate_limit_exceeded');
+    t.equal(res.json?.error?.code, 429);
+    t.equal(res.json?.error?.reason, 'rate_limit_exceeded');
     t.ok(Number(header(res, 'retry-after')) >= 1);
   }
   // Each daemon applies the calls it settled in its own batches; a read sees both once both are in.
@@ -536,7 +541,7 @@ t.test('two daemons sharing Redis: concurrent calls never overspend one wallet',
   const refused = results.filter((r) => r.status !== 200);
   t.ok(ok.length <= calls, `never more than ${calls} succeed (${ok.length})`);
   t.ok(ok.length > 0, 'some succeed');
-  t.ok(refused.every((r) => r.status === 402 && r.json?.error?.code === 'insufficient_credits'), 'the rest are 402 insufficient_credits');
+  t.ok(refused.every((r) => r.status === 402 && r.json?.error?.code === 402 && r.json?.error?.reason === 'insufficient_credits'), 'the rest are 402 insufficient_credits');
   const fromB = ok.filter((r) => results.indexOf(r) % 2 === 1).length;
   t.ok(fromB > 0 && fromB < ok.length, `both daemons served calls (B: ${fromB} of ${ok.length})`);
 

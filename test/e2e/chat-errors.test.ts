@@ -36,15 +36,20 @@ async function post(gw: TestGateway, key: string | undefined, body: unknown, hea
   return postJson(`${gw.url}/v1/chat/completions`, key === undefined ? headers : { ...headers, authorization: `Bearer ${key}` }, body);
 }
 
-/** The OpenAI error envelope with exactly message/type/code/param, a request id, and no stack trace. */
-function expectError(t: Tap, res: Raw, status: number, type: string, code?: string, param?: string | null): void {
+/**
+ * The error envelope with exactly message/type/code/reason/param (`code` the integer HTTP
+ * status, `reason` the precise cause), a request id, and no stack trace.
+ */
+function expectError(t: Tap, res: Raw, status: number, type: string, reason?: string, param?: string | null): void {
   t.equal(res.status, status, `status ${status} (${res.text.slice(0, 200)})`);
   t.match(header(res, 'content-type') ?? '', /^application\/json/, 'error is JSON');
   t.ok(res.json && typeof res.json === 'object', 'error body is JSON');
   const error = res.json?.error;
-  t.same(Object.keys(error ?? {}).sort(), ['code', 'message', 'param', 'type'], 'error envelope {message, type, code, param}');
+  t.same(Object.keys(error ?? {}).sort(), ['code', 'message', 'param', 'reason', 'type'], 'error envelope {message, type, code, reason, param}');
   t.equal(error?.type, type, 'error.type');
-  if (code !== undefined) t.equal(error?.code, code, 'error.code');
+  t.equal(error?.code, status, 'error.code is the integer HTTP status');
+  t.type(error?.reason, 'string', 'error.reason is a string');
+  if (reason !== undefined) t.equal(error?.reason, reason, 'error.reason');
   if (param !== undefined) t.equal(error?.param, param, 'error.param');
   t.equal(typeof error?.message, 'string', 'error.message is a string');
   t.ok((error?.message ?? '').length > 0, 'error.message is not empty');
@@ -210,11 +215,11 @@ t.test('SSE framing on the raw bytes, per family, with and without include_usage
 t.test('request validation: 400 naming the field, nothing upstream, no usage row', async (t) => {
   const base = { model: 'openai/gpt-4o-mini', messages: USER };
   const tool = (name: string) => ({ type: 'function', function: { name, parameters: { type: 'object', properties: {} } } });
-  const cases: Array<{ name: string; body: unknown; param: string | null; code?: string }> = [
-    { name: 'missing model', body: { messages: USER }, param: 'model', code: 'missing_field' },
-    { name: 'messages missing', body: { model: base.model }, param: 'messages', code: 'missing_field' },
-    { name: 'messages empty', body: { ...base, messages: [] }, param: 'messages', code: 'invalid_field' },
-    { name: 'messages not an array', body: { ...base, messages: 'hello' }, param: 'messages', code: 'invalid_field' },
+  const cases: Array<{ name: string; body: unknown; param: string | null; reason?: string }> = [
+    { name: 'missing model', body: { messages: USER }, param: 'model', reason: 'missing_field' },
+    { name: 'messages missing', body: { model: base.model }, param: 'messages', reason: 'missing_field' },
+    { name: 'messages empty', body: { ...base, messages: [] }, param: 'messages', reason: 'invalid_field' },
+    { name: 'messages not an array', body: { ...base, messages: 'hello' }, param: 'messages', reason: 'invalid_field' },
     { name: 'bad role', body: { ...base, messages: [{ role: 'wizard', content: 'hi' }] }, param: 'messages[0].role' },
     { name: 'user content of a wrong type', body: { ...base, messages: [{ role: 'user', content: 42 }] }, param: 'messages[0].content' },
     {
@@ -252,15 +257,15 @@ t.test('request validation: 400 naming the field, nothing upstream, no usage row
       },
       param: 'messages[2].tool_call_id',
     },
-    { name: 'invalid JSON body', body: '{"model": "openai/gpt-4o-mini", "messages": [', param: null, code: 'invalid_json' },
-    { name: 'body not an object', body: '[1, 2, 3]', param: null, code: 'invalid_body' },
+    { name: 'invalid JSON body', body: '{"model": "openai/gpt-4o-mini", "messages": [', param: null, reason: 'invalid_json' },
+    { name: 'body not an object', body: '[1, 2, 3]', param: null, reason: 'invalid_body' },
   ];
   const requestsBefore = sim.requests.length;
   const rowsBefore = gw.app.store.usage.list({ limit: 1000 }).length;
   for (const c of cases) {
     await t.test(c.name, async (t) => {
       const res = await post(gw, funded.key, c.body);
-      expectError(t, res, 400, 'invalid_request_error', c.code, c.param);
+      expectError(t, res, 400, 'invalid_request_error', c.reason, c.param);
       if (c.param) t.ok(String(res.json?.error?.message).includes(c.param), `the message names ${c.param}: ${res.json?.error?.message}`);
     });
   }
@@ -289,12 +294,12 @@ t.test('model errors', async (t) => {
   t.match(ambiguous.json.error.message, /groq\/gpt-4o-mini/, 'names groq/gpt-4o-mini');
 
   const tooMany = await post(gw, funded.key, { model: 'openai/gpt-4o-mini', messages: USER, max_tokens: 16385 });
-  expectError(t, tooMany, 400, 'invalid_request_error', undefined, 'max_tokens');
+  expectError(t, tooMany, 400, 'invalid_request_error', 'invalid_field', 'max_tokens');
   t.match(tooMany.json.error.message, /max_tokens/);
   t.match(tooMany.json.error.message, /16384/, 'states the model limit');
 
   const streamTooMany = await post(gw, funded.key, { model: 'openai/gpt-4o-mini', messages: USER, max_completion_tokens: 20000, stream: true });
-  expectError(t, streamTooMany, 400, 'invalid_request_error', undefined, 'max_completion_tokens');
+  expectError(t, streamTooMany, 400, 'invalid_request_error', 'invalid_field', 'max_completion_tokens');
   t.match(streamTooMany.json.error.message, /^max_completion_tokens: /, 'names the field the client used');
 
   t.equal(sim.requests.length, requestsBefore, 'nothing reached the simulator');
@@ -314,7 +319,7 @@ t.test('credentials', async (t) => {
   expectError(t, await post(gw, 'sk-short', body), 401, 'authentication_error', 'invalid_api_key');
 
   const management = await post(gw, gw.adminKey, body);
-  expectError(t, management, 403, 'permission_error');
+  expectError(t, management, 403, 'permission_error', 'management_key_not_allowed');
   t.match(management.json.error.message, /management keys cannot make inference calls/);
 
   const revoked = await fundedKey(gw, { balance: 10 });
@@ -341,7 +346,7 @@ t.test('a provider whose api_key variable is unset: 503 naming the variable', as
   const before = sim.requests.length;
   for (const stream of [false, true]) {
     const res = await post(unsetGw, key.key, { model: 'anthropic/claude-haiku-4-5', messages: USER, stream });
-    expectError(t, res, 503, 'service_unavailable');
+    expectError(t, res, 503, 'service_unavailable', 'provider_not_configured');
     t.match(res.json.error.message, /SIM_UNSET_KEY_VAR/, 'the message names the variable');
   }
   t.equal(sim.requests.length, before, 'nothing reached the simulator');
@@ -359,7 +364,8 @@ interface UpstreamCase {
   scenario: Scenario | null;
   status: number;
   type: string;
-  code: string;
+  /** The error's reason (also the usage row's error type). */
+  reason: string;
   check?: (t: Tap, res: Raw) => void;
 }
 
@@ -376,27 +382,27 @@ function upstreamCases(family: FamilyName): UpstreamCase[] {
       scenario: { error: { status: 400, message: 'Unsupported value: frobnicate is not a thing' } },
       status: 400,
       type: 'invalid_request_error',
-      code: 'upstream_invalid_request',
+      reason: 'upstream_invalid_request',
       check: (t, res) => t.match(res.json.error.message, /frobnicate is not a thing/, 'carries the upstream message'),
     },
-    { name: '401', model, scenario: { error: { status: 401, message: 'Incorrect API key provided: sim-key' } }, status: 502, type: 'upstream_error', code: 'upstream_auth_failed', check: noKey },
-    { name: '403', model, scenario: { error: { status: 403, message: 'Key sim-key may not use this model' } }, status: 502, type: 'upstream_error', code: 'upstream_auth_failed', check: noKey },
+    { name: '401', model, scenario: { error: { status: 401, message: 'Incorrect API key provided: sim-key' } }, status: 502, type: 'upstream_error', reason: 'upstream_auth_failed', check: noKey },
+    { name: '403', model, scenario: { error: { status: 403, message: 'Key sim-key may not use this model' } }, status: 502, type: 'upstream_error', reason: 'upstream_auth_failed', check: noKey },
     {
       name: '429 with retry-after',
       model,
       scenario: { error: { status: 429, message: 'Slow down', retryAfterSeconds: 7 } },
       status: 429,
-      type: 'rate_limit_error',
-      code: 'upstream_rate_limited',
+      type: 'rate_limit_exceeded',
+      reason: 'upstream_rate_limited',
       check: (t, res) => t.equal(header(res, 'retry-after'), '7', 'retry-after forwarded'),
     },
-    { name: '500', model, scenario: { error: { status: 500, message: 'Internal failure' } }, status: 502, type: 'upstream_error', code: 'upstream_error' },
-    { name: '529', model, scenario: { error: { status: 529, message: 'Overloaded' } }, status: 502, type: 'upstream_error', code: 'upstream_error' },
+    { name: '500', model, scenario: { error: { status: 500, message: 'Internal failure' } }, status: 502, type: 'upstream_error', reason: 'upstream_error' },
+    { name: '529', model, scenario: { error: { status: 529, message: 'Overloaded' } }, status: 502, type: 'upstream_error', reason: 'upstream_error' },
   ];
   if (family === 'openai') {
     cases.push(
-      { name: 'first-byte timeout', model: 'mistral/mistral-small-latest', scenario: { delayMs: 2000 }, status: 504, type: 'timeout_error', code: 'upstream_timeout' },
-      { name: 'connection refused', model: 'dead/model-x', scenario: null, status: 502, type: 'upstream_error', code: 'upstream_connection_failed' },
+      { name: 'first-byte timeout', model: 'mistral/mistral-small-latest', scenario: { delayMs: 2000 }, status: 504, type: 'timeout_error', reason: 'upstream_timeout' },
+      { name: 'connection refused', model: 'dead/model-x', scenario: null, status: 502, type: 'upstream_error', reason: 'upstream_connection_failed' },
     );
   }
   return cases;
@@ -410,14 +416,14 @@ t.test('upstream errors are normalized (JSON and stream before any output)', asy
           const before = sim.requests.length;
           if (c.scenario) sim.enqueue(c.scenario);
           const res = await post(gw, funded.key, { model: c.model, messages: USER, stream });
-          expectError(t, res, c.status, c.type, c.code);
+          expectError(t, res, c.status, c.type, c.reason);
           c.check?.(t, res);
           if (c.scenario) t.equal(sim.requests.length, before + 1, 'one upstream request');
           const id = header(res, 'x-request-id');
           await until('the usage row', () => usageRow(gw, id) !== undefined);
           const row = usageRow(gw, id);
           t.equal(row?.status, c.status, 'usage row has the status');
-          t.equal(row?.errorType, c.code, 'usage row has the error code');
+          t.equal(row?.errorType, c.reason, 'usage row has the error reason');
           t.equal(row?.costMicros, 0, 'cost 0');
           t.same(charges(gw, funded.accountId, id), [], 'no ledger charge');
           await noHolds(t, gw, funded);
@@ -436,7 +442,8 @@ interface StreamFault {
   name: string;
   scenario: Scenario;
   type: string;
-  code: string;
+  /** The error's reason (also the usage row's error type). */
+  reason: string;
   status: number;
 }
 
@@ -445,10 +452,10 @@ const FAULT_TEXT = 'The quick brown fox jumps over the lazy dog, then naps in th
 function faults(): StreamFault[] {
   // Five family events: OpenAI role + 4 text chunks, Anthropic message_start/block start/ping + 2 deltas, Gemini 5 chunks.
   return [
-    { name: 'disconnect', scenario: { text: FAULT_TEXT, disconnectAfterEvents: 5 }, type: 'upstream_error', code: 'upstream_connection_failed', status: 502 },
-    { name: 'malformed event', scenario: { text: FAULT_TEXT, malformedAfterEvents: 5 }, type: 'upstream_error', code: 'upstream_malformed_response', status: 502 },
-    { name: 'error event', scenario: { text: FAULT_TEXT, errorAfterEvents: { events: 5, message: 'overloaded right now' } }, type: 'upstream_error', code: 'upstream_stream_error', status: 502 },
-    { name: 'hang (idle timeout)', scenario: { text: FAULT_TEXT, hangAfterEvents: 5 }, type: 'timeout_error', code: 'upstream_timeout', status: 504 },
+    { name: 'disconnect', scenario: { text: FAULT_TEXT, disconnectAfterEvents: 5 }, type: 'upstream_error', reason: 'upstream_connection_failed', status: 502 },
+    { name: 'malformed event', scenario: { text: FAULT_TEXT, malformedAfterEvents: 5 }, type: 'upstream_error', reason: 'upstream_malformed_response', status: 502 },
+    { name: 'error event', scenario: { text: FAULT_TEXT, errorAfterEvents: { events: 5, message: 'overloaded right now' } }, type: 'upstream_error', reason: 'upstream_stream_error', status: 502 },
+    { name: 'hang (idle timeout)', scenario: { text: FAULT_TEXT, hangAfterEvents: 5 }, type: 'timeout_error', reason: 'upstream_timeout', status: 504 },
   ];
 }
 
@@ -465,9 +472,10 @@ t.test('errors after the SSE headers end the stream with an error chunk, no [DON
         t.notOk(frames.some((f) => f.data === '[DONE]'), 'no [DONE]');
         const last = JSON.parse(frames.at(-1)?.data ?? 'null');
         t.same(Object.keys(last ?? {}), ['error'], 'the last chunk is {error}');
-        t.same(Object.keys(last?.error ?? {}).sort(), ['code', 'message', 'param', 'type']);
+        t.same(Object.keys(last?.error ?? {}).sort(), ['code', 'message', 'param', 'reason', 'type']);
         t.equal(last?.error?.type, fault.type, 'error type');
-        t.equal(last?.error?.code, fault.code, 'error code');
+        t.equal(last?.error?.code, fault.status, 'error code: the integer status');
+        t.equal(last?.error?.reason, fault.reason, 'error reason');
         if (fault.name === 'error event') t.match(last?.error?.message, /overloaded right now/, 'carries the upstream message');
         t.notMatch(res.text, /sim-key|\n\s+at /, 'no secret, no stack');
 
@@ -482,7 +490,7 @@ t.test('errors after the SSE headers end the stream with an error chunk, no [DON
         await until('the usage row', () => usageRow(gw, id) !== undefined);
         const row = usageRow(gw, id);
         t.equal(row?.status, fault.status, 'usage row has the error status');
-        t.equal(row?.errorType, fault.code, 'and the error code');
+        t.equal(row?.errorType, fault.reason, 'and the error reason');
         t.ok((row?.outputTokens ?? 0) > 0, 'bills output tokens');
         t.equal(row?.outputTokens, await countTextTokens(delivered), 'exactly the tokens of the delivered text');
         t.ok((row?.costMicros ?? 0) > 0, 'cost > 0 since text was delivered');
@@ -507,6 +515,7 @@ t.test('the openai SDK stream iteration throws an APIError for a mid-stream erro
       caught = error;
     }
     t.ok(caught instanceof OpenAI.APIError, `${fault.name}: APIError thrown (${String(caught)})`);
+    t.match((caught as { error?: unknown }).error, { code: fault.status, reason: fault.reason }, `${fault.name}: the APIError carries the envelope`);
     t.ok(text.length > 0 && FAULT_TEXT.startsWith(text), `${fault.name}: the text before the error was delivered`);
   }
   await noHolds(t, gw, funded);
@@ -640,6 +649,7 @@ t.test('Redis configured but unreachable: calls are refused with 503, not admitt
   const before = sim.requests.length;
   const res = await post(down, key.key, { model: 'openai/gpt-4o-mini', messages: USER });
   t.equal(res.status, 503);
-  t.equal(res.json?.error?.code, 'limits_unavailable');
+  t.equal(res.json?.error?.reason, 'limits_unavailable');
+  t.equal(res.json?.error?.code, 503);
   t.equal(sim.requests.length, before, 'nothing reached the provider');
 });

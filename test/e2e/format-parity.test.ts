@@ -111,18 +111,20 @@ function reportedUsage(format: Format, usage: any): SimUsage & { cacheRead: numb
 const ANTHROPIC_TYPE: Record<number, string> = { 400: 'invalid_request_error', 402: 'billing_error', 429: 'rate_limit_error' };
 
 /**
- * The error envelope of each format: {error:{message,type,code,param}}; messages adds the
- * top-level `"type": "error"` and uses Anthropic's error type, while `code` keeps the
- * gateway's reason (insufficient_credits, budget_exceeded, rate_limit_exceeded) in every format.
+ * The error envelope of each format: {error:{message,type,code,reason,param}} with `code` the
+ * integer HTTP status; messages adds the top-level `"type": "error"` and uses Anthropic's error
+ * type, while `reason` keeps the gateway's precise cause (insufficient_credits, budget_exceeded,
+ * rate_limit_exceeded) in every format.
  */
-function expectErrorBody(t: Tap, format: Format, res: Raw, status: number, type: string, code: string): void {
+function expectErrorBody(t: Tap, format: Format, res: Raw, status: number, type: string, reason: string): void {
   t.equal(res.status, status, `${format}: status ${status} (${res.text.slice(0, 200)})`);
   t.match(header(res, 'content-type') ?? '', /^application\/json/, `${format}: the error is JSON`);
   t.same(Object.keys(res.json ?? {}).sort(), format === 'messages' ? ['error', 'type'] : ['error'], `${format}: top-level keys`);
   if (format === 'messages') t.equal(res.json?.type, 'error', 'messages: top-level "type": "error"');
-  t.same(Object.keys(res.json?.error ?? {}).sort(), ['code', 'message', 'param', 'type'], `${format}: error {message, type, code, param}`);
+  t.same(Object.keys(res.json?.error ?? {}).sort(), ['code', 'message', 'param', 'reason', 'type'], `${format}: error {message, type, code, reason, param}`);
   t.equal(res.json?.error?.type, format === 'messages' ? ANTHROPIC_TYPE[status] : type, `${format}: error.type`);
-  t.equal(res.json?.error?.code, code, `${format}: error.code`);
+  t.equal(res.json?.error?.code, status, `${format}: error.code is the integer status`);
+  t.equal(res.json?.error?.reason, reason, `${format}: error.reason`);
   t.match(header(res, 'x-request-id'), /^req_/, `${format}: x-request-id`);
 }
 
@@ -536,14 +538,16 @@ t.test('402 through the official clients', async (t) => {
   };
   const chat = await caught(() => openai.chat.completions.create({ model: MINI, messages: [{ role: 'user', content: PROMPT }] }));
   t.ok(chat instanceof OpenAI.APIError, 'chat: APIError');
-  t.match(chat, { status: 402, code: 'insufficient_credits', type: 'insufficient_credits' }, 'chat: status, code, type');
+  t.match(chat, { status: 402, code: 402, type: 'insufficient_credits' }, 'chat: status, code, type');
+  t.equal(chat?.error?.reason, 'insufficient_credits', 'chat: the reason');
   const responses = await caught(() => openai.responses.create({ model: MINI, input: PROMPT }));
   t.ok(responses instanceof OpenAI.APIError, 'responses: APIError');
-  t.match(responses, { status: 402, code: 'insufficient_credits', type: 'insufficient_credits' }, 'responses: status, code, type');
+  t.match(responses, { status: 402, code: 402, type: 'insufficient_credits' }, 'responses: status, code, type');
+  t.equal(responses?.error?.reason, 'insufficient_credits', 'responses: the reason');
   const messages = await caught(() => anthropic.messages.create({ model: MINI, max_tokens: 10, messages: [{ role: 'user', content: PROMPT }] }));
   t.ok(messages instanceof Anthropic.APIError, 'messages: APIError');
   t.equal(messages?.status, 402, 'messages: status');
-  t.match(messages?.error, { type: 'error', error: { type: 'billing_error', code: 'insufficient_credits' } }, 'messages: the Anthropic error body');
+  t.match(messages?.error, { type: 'error', error: { type: 'billing_error', code: 402, reason: 'insufficient_credits' } }, 'messages: the Anthropic error body');
   t.equal(messages?.error?.error?.message, chat?.error?.message, 'messages: the same message as chat');
   t.equal(chat?.message.replace(/^402 /, ''), responses?.message.replace(/^402 /, ''), 'the same message through both OpenAI endpoints');
   await noHolds(t, gw, funded);
@@ -590,7 +594,7 @@ t.test('429 rate_limit_exceeded: one window per key across the three formats', a
       for (const format of FORMATS) {
         for (const stream of [false, true]) {
           const limited = await post(gw, format, funded.key, bodyFor(format, { maxTokens: 5, stream }));
-          expectErrorBody(t, format, limited, 429, 'rate_limit_error', 'rate_limit_exceeded');
+          expectErrorBody(t, format, limited, 429, 'rate_limit_exceeded', 'rate_limit_exceeded');
           const retryAfter = Number(header(limited, 'retry-after'));
           t.ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60, `${format}: retry-after in 1..60 (${header(limited, 'retry-after')})`);
           t.equal(header(limited, 'x-ratelimit-limit-requests'), '3', `${format}: x-ratelimit-limit-requests on the 429`);
@@ -630,7 +634,10 @@ t.test('429 through the official clients', async (t) => {
     t.ok(Number(error?.headers?.get?.('retry-after')) >= 1, 'retry-after header');
     t.equal(error?.headers?.get?.('x-ratelimit-remaining-requests'), '0');
   }
-  t.match(errors[2]?.error, { type: 'error', error: { type: 'rate_limit_error', code: 'rate_limit_exceeded' } }, 'messages: the Anthropic error body');
+  for (const [i, format] of (['chat', 'responses'] as const).entries()) {
+    t.match(errors[i]?.error, { type: 'rate_limit_exceeded', code: 429, reason: 'rate_limit_exceeded' }, `${format}: the OpenAI error object`);
+  }
+  t.match(errors[2]?.error, { type: 'error', error: { type: 'rate_limit_error', code: 429, reason: 'rate_limit_exceeded' } }, 'messages: the Anthropic error body');
   await noHolds(t, gw, funded);
 });
 

@@ -554,13 +554,13 @@ const chatCells: Record<CaseName, Cell> = {
     if (bad instanceof OpenAI.APIError) {
       t.equal(bad.status, 400);
       t.match(bad.message, /bad thing/, 'the upstream message reaches the client');
-      t.match(bad.error, { type: 'invalid_request_error', code: 'upstream_invalid_request', message: /bad thing/ });
+      t.match(bad.error, { type: 'invalid_request_error', code: 400, reason: 'upstream_invalid_request', message: /bad thing/ });
     }
     const failed = await rejection(openai.chat.completions.stream(params).finalChatCompletion());
     t.ok(failed instanceof OpenAI.InternalServerError, `InternalServerError (${String(failed)})`);
     if (failed instanceof OpenAI.APIError) {
       t.equal(failed.status, 502, 'an upstream 500 is a 502');
-      t.match(failed.error, { type: 'upstream_error', code: 'upstream_error', message: /upstream exploded/ });
+      t.match(failed.error, { type: 'upstream_error', code: 502, reason: 'upstream_error', message: /upstream exploded/ });
     }
 
     const [req1, req2] = upstream(t, 2);
@@ -713,13 +713,13 @@ const responsesCells: Record<CaseName, Cell> = {
     if (bad instanceof OpenAI.APIError) {
       t.equal(bad.status, 400);
       t.match(bad.message, /bad thing/, 'the upstream message reaches the client');
-      t.match(bad.error, { type: 'invalid_request_error', code: 'upstream_invalid_request', message: /bad thing/ });
+      t.match(bad.error, { type: 'invalid_request_error', code: 400, reason: 'upstream_invalid_request', message: /bad thing/ });
     }
     const failed = await rejection(openai.responses.stream(params).finalResponse());
     t.ok(failed instanceof OpenAI.InternalServerError, `InternalServerError (${String(failed)})`);
     if (failed instanceof OpenAI.APIError) {
       t.equal(failed.status, 502, 'an upstream 500 is a 502');
-      t.match(failed.error, { type: 'upstream_error', code: 'upstream_error', message: /upstream exploded/ });
+      t.match(failed.error, { type: 'upstream_error', code: 502, reason: 'upstream_error', message: /upstream exploded/ });
     }
 
     const [req1, req2] = upstream(t, 2);
@@ -866,14 +866,14 @@ const messagesCells: Record<CaseName, Cell> = {
       t.match(bad.message, /bad thing/, 'the upstream message reaches the client');
       t.match(bad.apiMessage, /bad thing/, 'apiMessage is error.message');
       t.equal(bad.type, 'invalid_request_error', 'type is error.type');
-      t.match(bad.error, { type: 'error', error: { type: 'invalid_request_error', code: 'upstream_invalid_request', message: /bad thing/ } }, 'the messages error body');
+      t.match(bad.error, { type: 'error', error: { type: 'invalid_request_error', code: 400, reason: 'upstream_invalid_request', message: /bad thing/ } }, 'the messages error body');
     }
     const failed = await rejection(anthropic.messages.stream(params).finalMessage());
     t.ok(failed instanceof Anthropic.InternalServerError, `InternalServerError (${String(failed)})`);
     if (failed instanceof Anthropic.APIError) {
       t.equal(failed.status, 502, 'an upstream 500 is a 502');
       t.match(failed.apiMessage, /upstream exploded/);
-      t.match(failed.error, { type: 'error', error: { code: 'upstream_error', message: /upstream exploded/ } });
+      t.match(failed.error, { type: 'error', error: { type: 'api_error', code: 502, reason: 'upstream_error', message: /upstream exploded/ } });
       // Regression: the JSON error body carried the gateway's own type ('upstream_error').
       t.ok(ANTHROPIC_ERROR_TYPES.includes(String(failed.type)), `error.type is an Anthropic error type (got ${String(failed.type)})`);
     }
@@ -982,15 +982,17 @@ t.test('messages: max_tokens is required', async (t) => {
     t.equal(error.type, 'invalid_request_error');
   }
 
-  // The raw error body: Anthropic's top-level "type": "error", then error.{message, type, code}.
+  // The raw error body: Anthropic's top-level "type": "error", then error.{message, type, code, reason, param}.
   const raw = await gw.http('POST', '/v1/messages', { body, headers: { 'x-api-key': key, 'anthropic-version': '2023-06-01' } });
   t.equal(raw.status, 400);
   t.match(raw.headers['content-type'], /application\/json/);
   t.equal(raw.body?.type, 'error', 'top-level type: error');
-  t.match(raw.body?.error, { type: 'invalid_request_error', code: 'missing_field', message: /max_tokens/ });
+  t.match(raw.body?.error, { type: 'invalid_request_error', code: 400, reason: 'missing_field', param: 'max_tokens', message: /max_tokens/ });
+  t.same(Object.keys(raw.body?.error ?? {}).sort(), ['code', 'message', 'param', 'reason', 'type'], 'the spec envelope');
   t.type(raw.body?.error?.message, 'string');
   t.type(raw.body?.error?.type, 'string');
-  t.type(raw.body?.error?.code, 'string');
+  t.equal(raw.body?.error?.code, 400, 'code is the integer status');
+  t.type(raw.body?.error?.reason, 'string');
   upstream(t, 0);
 });
 
@@ -1027,7 +1029,10 @@ t.test('responses: mid-stream upstream failure (openai)', async (t) => {
   const events = sseEvents(raw.text);
   const error = events.find((e) => e.event === 'error');
   t.ok(error, 'an `event: error` frame');
-  t.match(JSON.parse(error?.data ?? '{}'), { type: 'error', code: 'upstream_stream_error', message: /overloaded right now/ });
+  const payload = JSON.parse(error?.data ?? '{}');
+  // OpenAI's flat fields (their `code` the reason string), and the gateway's envelope in `error`.
+  t.match(payload, { type: 'error', code: 'upstream_stream_error', message: /overloaded right now/, param: null });
+  t.strictSame(payload.error, { message: payload.message, type: 'upstream_error', code: 502, reason: 'upstream_stream_error', param: null }, 'the nested envelope: integer code and reason');
   t.notOk(
     events.some((e) => e.event === 'response.completed'),
     'no response.completed',
@@ -1056,7 +1061,8 @@ t.test('messages: mid-stream upstream failure (gemini)', async (t) => {
   const events = sseEvents(raw.text);
   const error = events.find((e) => e.event === 'error');
   t.ok(error, 'an `event: error` frame');
-  t.match(JSON.parse(error?.data ?? '{}'), { type: 'error', error: { type: 'api_error', message: /overloaded right now/ } });
+  t.match(JSON.parse(error?.data ?? '{}'), { type: 'error', error: { type: 'api_error', code: 502, reason: 'upstream_stream_error', param: null, message: /overloaded right now/ } });
+  t.same(Object.keys(JSON.parse(error?.data ?? '{}').error ?? {}).sort(), ['code', 'message', 'param', 'reason', 'type'], 'the envelope of every error');
   t.notOk(
     events.some((e) => e.event === 'message_stop'),
     'no message_stop',
