@@ -30,7 +30,7 @@ export function registerAuthRoutes(router: Router<Route>, app: App): void {
       const name = requiredString(body, 'name', { max: 200 });
       const account = await app.accounts.create({ email, name, password, role: 'user' });
       const token = await app.sessions.issue(account.id);
-      ctx.send(201, { user: presentAccount(account), token }, { 'set-cookie': cookie(token) });
+      ctx.send(200, { user: presentAccount(account), token }, { 'set-cookie': cookie(token) });
     },
   });
 

@@ -34,7 +34,7 @@ export function registerSessionKeyRoutes(router: Router<Route>, app: App): void 
         const now = Date.now();
         const input = parseKeyCreate(kind, await ctx.json(), now);
         const { record, secret } = app.keys.create(kind, account.id, input);
-        ctx.send(201, presentCreatedKey(kind, record, secret, now));
+        ctx.send(200, presentCreatedKey(kind, record, secret, now));
       },
     });
     router.add('GET', base, {

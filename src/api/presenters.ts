@@ -31,7 +31,8 @@ export function presentKey(key: KeyRecord, now: number) {
     key.kind === 'api'
       ? {
           rate_limit: key.rateLimit,
-          budget: key.budgetMicros === null ? null : microsToInr(key.budgetMicros),
+          // The spec: 0 means unlimited (stored as null).
+          budget: key.budgetMicros === null ? 0 : microsToInr(key.budgetMicros),
           spent: microsToInr(key.spentMicros),
         }
       : {};
@@ -85,6 +86,8 @@ export function presentUsage(record: UsageRecord, names: UsageNames = { accountE
     cache_read_tokens: record.cacheReadTokens,
     cache_write_tokens: record.cacheWriteTokens,
     cost: microsToInr(record.costMicros),
+    // What the provider billed beyond the call's hold, not charged (0 for almost every call).
+    uncharged: microsToInr(record.unchargedMicros),
     status: record.status,
     error_type: record.errorType,
     latency_ms: record.latencyMs,
@@ -97,7 +100,21 @@ export function presentOpenAiModel(model: ModelConfig) {
   return { id: model.id, object: 'model' as const, created: model.created, owned_by: model.provider };
 }
 
-/** The public catalog entry with INR prices per 1M tokens (or per unit for media models). */
+/** The unit a model's `context_window` counts: a speech or image model limits characters of input. */
+const INPUT_UNIT: Record<ModelConfig['type'], 'tokens' | 'characters'> = {
+  chat: 'tokens',
+  embedding: 'tokens',
+  speech: 'characters',
+  transcription: 'tokens',
+  image: 'characters',
+};
+
+/**
+ * The public catalog entry (the spec's fields: id, name, provider, context_window,
+ * input_cost_per_1m, output_cost_per_1m, INR numbers) and, beside them, every price of the
+ * model in `pricing` (media models are priced per character, minute or image, and show 0 in
+ * the per-1M-token fields when they have no token price).
+ */
 export function presentCatalogModel(model: ModelConfig) {
   const p = model.pricing;
   const price = (micros: number | undefined): number | null => (micros === undefined ? null : microsToInr(micros));
@@ -106,7 +123,11 @@ export function presentCatalogModel(model: ModelConfig) {
     name: model.name,
     provider: model.provider,
     type: model.type,
-    context_window: model.contextWindow ?? null,
+    // An integer for every model, in the unit of its input limit; 0 where none applies.
+    context_window: model.contextWindow ?? 0,
+    context_window_unit: model.contextWindow === undefined ? null : INPUT_UNIT[model.type],
+    input_cost_per_1m: microsToInr(p.inputPer1M),
+    output_cost_per_1m: microsToInr(p.outputPer1M),
     max_output_tokens: model.maxOutputTokens ?? null,
     pricing: {
       currency: 'INR',

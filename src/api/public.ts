@@ -30,7 +30,7 @@ export function registerPublicRoutes(router: Router<Route>, app: App): void {
         throw new GatewayError({
           status: 404,
           type: 'not_found_error',
-          code: 'model_not_found',
+          reason: 'model_not_found',
           param: 'model',
           message: `The model '${ctx.params.id}' does not exist: GET /v1/models lists the available models`,
         });

@@ -75,10 +75,21 @@ export async function runCli(argv: readonly string[], io: Io = processIo): Promi
       if (json) io.out(`${JSON.stringify({ error: { message: 'invalid configuration', problems: error.problems } }, null, 2)}\n`);
       return EXIT.failure;
     }
-    if (error instanceof CliError) return fail(EXIT.failure, error.message, error.status === undefined ? {} : { status: error.status });
+    if (error instanceof CliError) return fail(EXIT.failure, error.message, cliErrorFields(error));
     if (error instanceof MigrationError) return fail(EXIT.failure, error.message);
     return fail(EXIT.failure, error instanceof Error ? error.message : String(error));
   }
+}
+
+/** The daemon's own error fields (type, integer code, reason) when it answered with an error body. */
+function cliErrorFields(error: CliError): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (error.status !== undefined) out.status = error.status;
+  const body = (error.body as { error?: Record<string, unknown> } | undefined)?.error;
+  if (body && typeof body === 'object') {
+    for (const field of ['type', 'code', 'reason', 'param'] as const) if (body[field] !== undefined) out[field] = body[field];
+  }
+  return out;
 }
 
 export async function main(): Promise<void> {

@@ -30,7 +30,7 @@ export class Catalog {
       throw new GatewayError({
         status: 400,
         type: 'invalid_request_error',
-        code: 'model_not_supported',
+        reason: 'model_not_supported',
         param: 'model',
         message: `model '${name}' is a ${model.type} model and cannot serve this endpoint (it needs a ${type} model; GET /api/models lists each model's type)`,
       });
@@ -45,7 +45,7 @@ export class Catalog {
       throw new GatewayError({
         status: 400,
         type: 'invalid_request_error',
-        code: 'model_ambiguous',
+        reason: 'model_ambiguous',
         param: 'model',
         message: `model '${name}' is ambiguous: use one of ${matches.map((m) => `'${m.id}'`).join(', ')}`,
       });
@@ -53,7 +53,7 @@ export class Catalog {
     throw new GatewayError({
       status: 404,
       type: 'not_found_error',
-      code: 'model_not_found',
+      reason: 'model_not_found',
       param: 'model',
       message: `model '${name}' does not exist: name it as <provider>/<model>; GET /v1/models lists the available models`,
     });

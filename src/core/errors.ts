@@ -1,6 +1,8 @@
 /**
  * One error class for the whole gateway, and every message string in one place.
- * Each ingress renders a GatewayError as `{error: {message, type, code, param}}`.
+ * Each ingress renders a GatewayError as `{error: {message, type, code, reason, param}}`:
+ * `code` is the integer HTTP status (the spec's contract), `reason` the precise,
+ * machine-readable cause (`insufficient_credits`, `upstream_timeout`, ...).
  */
 
 export type ErrorType =
@@ -12,7 +14,7 @@ export type ErrorType =
   | 'conflict_error'
   | 'request_too_large'
   | 'unsupported_media_type'
-  | 'rate_limit_error'
+  | 'rate_limit_exceeded'
   | 'insufficient_credits'
   | 'budget_exceeded'
   | 'api_error'
@@ -20,10 +22,20 @@ export type ErrorType =
   | 'upstream_error'
   | 'timeout_error';
 
+/** The error object of every error response: `code` mirrors the HTTP status. */
+export interface ErrorBody {
+  message: string;
+  type: string;
+  code: number;
+  reason: string;
+  param: string | null;
+}
+
 export interface GatewayErrorInit {
   status: number;
   type: ErrorType;
-  code: string;
+  /** The precise cause, machine-readable; rendered as `error.reason`. */
+  reason: string;
   message: string;
   param?: string | null;
   retryable?: boolean;
@@ -34,7 +46,7 @@ export interface GatewayErrorInit {
 export class GatewayError extends Error {
   readonly status: number;
   readonly type: ErrorType;
-  readonly code: string;
+  readonly reason: string;
   readonly param: string | null;
   readonly retryable: boolean;
   readonly headers: Record<string, string>;
@@ -44,14 +56,14 @@ export class GatewayError extends Error {
     this.name = 'GatewayError';
     this.status = init.status;
     this.type = init.type;
-    this.code = init.code;
+    this.reason = init.reason;
     this.param = init.param ?? null;
     this.retryable = init.retryable ?? false;
     this.headers = init.headers ?? {};
   }
 
-  toBody(): { error: { message: string; type: string; code: string; param: string | null } } {
-    return { error: { message: this.message, type: this.type, code: this.code, param: this.param } };
+  toBody(): { error: ErrorBody } {
+    return { error: { message: this.message, type: this.type, code: this.status, reason: this.reason, param: this.param } };
   }
 }
 
@@ -64,8 +76,8 @@ export function isGatewayError(value: unknown): value is GatewayError {
   return value instanceof GatewayError;
 }
 
-const invalid = (param: string | null, code: string, message: string): GatewayError =>
-  new GatewayError({ status: 400, type: 'invalid_request_error', code, message, param });
+const invalid = (param: string | null, reason: string, message: string): GatewayError =>
+  new GatewayError({ status: 400, type: 'invalid_request_error', reason, message, param });
 
 /** Factories: every user-visible error message lives here. */
 export const errors = {
@@ -81,14 +93,14 @@ export const errors = {
     new GatewayError({
       status: 413,
       type: 'request_too_large',
-      code: 'body_too_large',
+      reason: 'body_too_large',
       message: `request body exceeds the limit of ${limit} bytes`,
     }),
   unsupportedMediaType: (expected: string) =>
     new GatewayError({
       status: 415,
       type: 'unsupported_media_type',
-      code: 'unsupported_media_type',
+      reason: 'unsupported_media_type',
       message: `content-type must be ${expected}`,
     }),
 
@@ -97,103 +109,103 @@ export const errors = {
     new GatewayError({
       status: 404,
       type: 'not_found_error',
-      code: 'route_not_found',
+      reason: 'route_not_found',
       message: `no route for ${method} ${path}`,
     }),
   methodNotAllowed: (method: string, path: string, allowed: readonly string[]) =>
     new GatewayError({
       status: 405,
       type: 'method_not_allowed',
-      code: 'method_not_allowed',
+      reason: 'method_not_allowed',
       message: `${method} is not allowed on ${path} (allowed: ${allowed.join(', ')})`,
       headers: { allow: allowed.join(', ') },
     }),
   notFound: (what: string, id: string) =>
-    new GatewayError({ status: 404, type: 'not_found_error', code: `${what}_not_found`, message: `${what.replace(/_/g, ' ')} '${id}' not found` }),
+    new GatewayError({ status: 404, type: 'not_found_error', reason: `${what}_not_found`, message: `${what.replace(/_/g, ' ')} '${id}' not found` }),
 
   // authentication and authorization
   missingCredentials: (expected: string) =>
     new GatewayError({
       status: 401,
       type: 'authentication_error',
-      code: 'missing_credentials',
+      reason: 'missing_credentials',
       message: `missing credentials: send ${expected}`,
     }),
   invalidApiKey: () =>
-    new GatewayError({ status: 401, type: 'authentication_error', code: 'invalid_api_key', message: 'invalid API key' }),
+    new GatewayError({ status: 401, type: 'authentication_error', reason: 'invalid_api_key', message: 'invalid API key' }),
   revokedApiKey: () =>
-    new GatewayError({ status: 401, type: 'authentication_error', code: 'revoked_api_key', message: 'this API key has been revoked' }),
+    new GatewayError({ status: 401, type: 'authentication_error', reason: 'revoked_api_key', message: 'this API key has been revoked' }),
   expiredApiKey: () =>
-    new GatewayError({ status: 401, type: 'authentication_error', code: 'expired_api_key', message: 'this API key has expired' }),
+    new GatewayError({ status: 401, type: 'authentication_error', reason: 'expired_api_key', message: 'this API key has expired' }),
   invalidManagementKey: () =>
     new GatewayError({
       status: 401,
       type: 'authentication_error',
-      code: 'invalid_management_key',
+      reason: 'invalid_management_key',
       message: 'invalid management key',
     }),
   invalidSession: () =>
     new GatewayError({
       status: 401,
       type: 'authentication_error',
-      code: 'invalid_session',
+      reason: 'invalid_session',
       message: 'invalid or expired session token: log in again with POST /api/auth/login',
     }),
   managementKeyOnInference: () =>
     new GatewayError({
       status: 403,
       type: 'permission_error',
-      code: 'management_key_not_allowed',
+      reason: 'management_key_not_allowed',
       message: 'management keys cannot make inference calls: use an sk- API key',
     }),
   apiKeyOnManagement: () =>
     new GatewayError({
       status: 403,
       type: 'permission_error',
-      code: 'api_key_not_allowed',
+      reason: 'api_key_not_allowed',
       message: 'API keys cannot use the management API: use an akm- management key',
     }),
   keyOnSessionEndpoint: () =>
     new GatewayError({
       status: 403,
       type: 'permission_error',
-      code: 'session_required',
+      reason: 'session_required',
       message: 'this endpoint takes a session token (cookie token or Authorization: Bearer <jwt>), not an API key',
     }),
   adminOnly: () =>
-    new GatewayError({ status: 403, type: 'permission_error', code: 'admin_only', message: 'this operation needs an admin account' }),
+    new GatewayError({ status: 403, type: 'permission_error', reason: 'admin_only', message: 'this operation needs an admin account' }),
   badCredentials: () =>
-    new GatewayError({ status: 401, type: 'authentication_error', code: 'invalid_credentials', message: 'invalid email or password' }),
+    new GatewayError({ status: 401, type: 'authentication_error', reason: 'invalid_credentials', message: 'invalid email or password' }),
   loginThrottled: (retryAfterSeconds: number) =>
     new GatewayError({
       status: 429,
-      type: 'rate_limit_error',
-      code: 'too_many_login_attempts',
+      type: 'rate_limit_exceeded',
+      reason: 'too_many_login_attempts',
       message: `too many failed login attempts: try again in ${retryAfterSeconds} seconds`,
       headers: { 'retry-after': String(retryAfterSeconds) },
     }),
   signupDisabled: () =>
-    new GatewayError({ status: 403, type: 'permission_error', code: 'signup_disabled', message: 'sign-up is disabled on this gateway' }),
+    new GatewayError({ status: 403, type: 'permission_error', reason: 'signup_disabled', message: 'sign-up is disabled on this gateway' }),
 
   // conflicts
   emailTaken: (email: string) =>
-    new GatewayError({ status: 409, type: 'conflict_error', code: 'email_taken', message: `email '${email}' is already registered`, param: 'email' }),
+    new GatewayError({ status: 409, type: 'conflict_error', reason: 'email_taken', message: `email '${email}' is already registered`, param: 'email' }),
   keyRevoked: (id: string) =>
-    new GatewayError({ status: 409, type: 'conflict_error', code: 'key_revoked', message: `key '${id}' is revoked and cannot be changed` }),
+    new GatewayError({ status: 409, type: 'conflict_error', reason: 'key_revoked', message: `key '${id}' is revoked and cannot be changed` }),
   idempotencyConflict: (reference: string) =>
     new GatewayError({
       status: 409,
       type: 'conflict_error',
-      code: 'idempotency_conflict',
+      reason: 'idempotency_conflict',
       message: `idempotency key '${reference}' was already used for a different top-up`,
       param: 'reference',
     }),
 
   // service state
   notReady: (what: string) =>
-    new GatewayError({ status: 503, type: 'service_unavailable', code: 'not_ready', message: `${what} is not available` }),
+    new GatewayError({ status: 503, type: 'service_unavailable', reason: 'not_ready', message: `${what} is not available` }),
   shuttingDown: () =>
-    new GatewayError({ status: 503, type: 'service_unavailable', code: 'shutting_down', message: 'the gateway is shutting down' }),
+    new GatewayError({ status: 503, type: 'service_unavailable', reason: 'shutting_down', message: 'the gateway is shutting down' }),
   internal: () =>
-    new GatewayError({ status: 500, type: 'api_error', code: 'internal_error', message: 'internal error' }),
+    new GatewayError({ status: 500, type: 'api_error', reason: 'internal_error', message: 'internal error' }),
 };

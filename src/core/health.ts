@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import type { ErrorBody } from './errors.js';
 import { pingRedis } from '../store/redis.js';
 import type { Store } from '../store/store.js';
 
@@ -6,7 +7,15 @@ export type DependencyState = 'ok' | 'error' | 'disabled';
 
 export interface Readiness {
   ready: boolean;
-  body: { status: 'ready' | 'not_ready'; db: DependencyState; redis: DependencyState; reason?: string; unapplied_calls?: number };
+  body: {
+    status: 'ready' | 'not_ready';
+    db: DependencyState;
+    redis: DependencyState;
+    reason?: string;
+    unapplied_calls?: number;
+    /** On a 503 only: the error envelope every error response carries (code 503). */
+    error?: ErrorBody;
+  };
 }
 
 /** What readiness needs to know of settlement (core/gateway/settlement.ts). */
@@ -15,6 +24,13 @@ export interface BillingState {
   failing: boolean;
   backlog: number;
 }
+
+const NOT_READY: Record<string, string> = {
+  shutting_down: 'the gateway is shutting down',
+  ledger_writes_failing: 'settled calls cannot be written to the ledger (database busy or full)',
+  database_unavailable: 'the database does not answer',
+  redis_unavailable: 'Redis does not answer',
+};
 
 /**
  * Readiness: the database answers a query and takes the ledger's batches and, when
@@ -37,6 +53,10 @@ export async function checkReadiness(store: Store, redis: Redis | undefined, shu
   else if (billingStuck) {
     body.reason = 'ledger_writes_failing';
     body.unapplied_calls = billing?.backlog ?? 0;
+  }
+  if (!ready) {
+    const reason = body.reason ?? (db === 'error' ? 'database_unavailable' : 'redis_unavailable');
+    body.error = { message: NOT_READY[reason] ?? 'the gateway is not ready', type: 'service_unavailable', code: 503, reason, param: null };
   }
   return { ready, body };
 }

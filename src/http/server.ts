@@ -111,7 +111,7 @@ export function createHttpServer(options: HttpServerOptions): Server {
       }
       const gatewayError = toGatewayError(error);
       if (!isGatewayError(error)) logger.error({ req_id: requestId, err: error }, 'unhandled error');
-      logFields.error = gatewayError.code;
+      logFields.error = gatewayError.reason;
       if (res.headersSent) {
         if (!res.writableEnded) res.end();
         return;

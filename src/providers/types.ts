@@ -1,4 +1,5 @@
 import type { ChatRequest, ChatResult, StreamPart } from '../core/canonical.js';
+import type { PromptTokenMargin } from '../core/tokens.js';
 import type { ProviderConfig } from '../config/types.js';
 import type { SseEvent } from './shared/sse-parser.js';
 
@@ -28,6 +29,8 @@ export interface TranslationContext {
 export interface ProviderFamily {
   /** Whether the upstream fetches http(s) image URLs itself; if not, the gateway inlines them first. */
   readonly fetchesImageUrls: boolean;
+  /** How the family's prompt token counts relate to cl100k's, for admission's tight prompt bound. */
+  readonly promptTokenMargin: PromptTokenMargin;
   buildChatRequest(request: ChatRequest, provider: ProviderConfig): UpstreamRequest;
   parseChatResponse(body: unknown, request: ChatRequest, context: TranslationContext): ChatResult;
   createStreamDecoder(request: ChatRequest, provider: ProviderConfig, context: TranslationContext): StreamDecoder;

@@ -116,4 +116,14 @@ DROP INDEX usage_by_key;
 DROP INDEX usage_by_model;
 `,
   },
+  {
+    version: 3,
+    name: 'usage: what a call cost beyond its hold and was not charged',
+    // A call's charge is capped at its hold (no wallet or budget is ever overspent); when the
+    // provider reports more usage than the hold's prompt bound allowed, the difference is kept
+    // here, so an operator can count and reconcile such calls.
+    sql: `
+ALTER TABLE usage ADD COLUMN uncharged_micros INTEGER NOT NULL DEFAULT 0;
+`,
+  },
 ];

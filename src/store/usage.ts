@@ -15,6 +15,8 @@ export interface UsageRecord {
   cacheReadTokens: number;
   cacheWriteTokens: number;
   costMicros: number;
+  /** What the provider's usage cost beyond the call's hold: not charged (the charge is capped at the hold). */
+  unchargedMicros: number;
   status: number;
   errorType: string | null;
   latencyMs: number;
@@ -37,6 +39,7 @@ interface UsageRow {
   cache_read_tokens: number;
   cache_write_tokens: number;
   cost_micros: number;
+  uncharged_micros: number;
   status: number;
   error_type: string | null;
   latency_ms: number;
@@ -57,6 +60,7 @@ const toRecord = (row: UsageRow): UsageRecord => ({
   cacheReadTokens: row.cache_read_tokens,
   cacheWriteTokens: row.cache_write_tokens,
   costMicros: row.cost_micros,
+  unchargedMicros: row.uncharged_micros,
   status: row.status,
   errorType: row.error_type,
   latencyMs: row.latency_ms,
@@ -87,8 +91,8 @@ export class UsageRepo {
     this.existsStmt = db.prepare('SELECT 1 FROM usage WHERE request_id = ?').pluck();
     this.insertStmt = db.prepare(
       `INSERT INTO usage (request_id, account_id, api_key_id, model, provider, endpoint, stream, input_tokens, output_tokens,
-         cache_read_tokens, cache_write_tokens, cost_micros, status, error_type, latency_ms, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         cache_read_tokens, cache_write_tokens, cost_micros, uncharged_micros, status, error_type, latency_ms, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
   }
 
@@ -112,6 +116,8 @@ export class UsageRepo {
       usage.cacheReadTokens,
       usage.cacheWriteTokens,
       usage.costMicros,
+      // Absent in journal lines written before the column existed.
+      usage.unchargedMicros ?? 0,
       usage.status,
       usage.errorType,
       usage.latencyMs,

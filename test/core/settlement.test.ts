@@ -260,7 +260,7 @@ t.test('a journal is an orphan when nobody holds its lock, whatever its pid', as
   const dir = journalDir(w.dbPath);
   const row = (n: number): NewUsage => ({
     requestId: `req_orphan_${n}`, accountId: 'acc_1', apiKeyId: 'key_1', model: MODEL.id, provider: 'openai', endpoint: 'chat.completions', stream: false,
-    inputTokens: 10, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costMicros: 10, status: 200, errorType: null, latencyMs: 1, createdAt: Date.now(),
+    inputTokens: 10, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costMicros: 10, unchargedMicros: 0, status: 200, errorType: null, latencyMs: 1, createdAt: Date.now(),
   });
   // A live daemon in another container is pid 1 too: it holds its journal's lock.
   const live = join(dir, '1.aaaaaaaaaaaa.log');
@@ -336,7 +336,7 @@ t.test('the journal file keeps applied lines until it passes its trim size; a cl
   const dbPath = join(dir.path, 'gateway.db');
   const row = (n: number): NewUsage => ({
     requestId: `req_${n}`, accountId: 'acc_1', apiKeyId: 'key_1', model: 'm', provider: 'p', endpoint: 'chat.completions', stream: false,
-    inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costMicros: 1, status: 200, errorType: null, latencyMs: 1, createdAt: n,
+    inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costMicros: 1, unchargedMicros: 0, status: 200, errorType: null, latencyMs: 1, createdAt: n,
   });
   const files = () => readdirSync(journalDir(dbPath)).filter((name) => name.endsWith('.log'));
   const size = () => readFileSync(join(journalDir(dbPath), files()[0] as string)).length;

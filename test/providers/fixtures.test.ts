@@ -96,7 +96,7 @@ t.test('a stream cut before its end is an upstream failure, not a short answer',
   for (const [type, line] of cases) {
     const decoder = PROVIDER_FAMILIES[type].createStreamDecoder({ ...request, stream: true }, provider(type), { newToolCallId: () => 'call_x' });
     decoder.push({ data: line });
-    t.match(thrown(() => decoder.end()), { status: 502, code: 'upstream_malformed_response' }, `${type}`);
+    t.match(thrown(() => decoder.end()), { status: 502, reason: 'upstream_malformed_response' }, `${type}`);
   }
 });
 
@@ -108,8 +108,8 @@ t.test('upstream error events inside a stream', async (t) => {
   ];
   for (const [type, line] of cases) {
     const decoder = PROVIDER_FAMILIES[type].createStreamDecoder({ ...request, stream: true }, provider(type), { newToolCallId: () => 'call_x' });
-    t.match(thrown(() => decoder.push({ data: line })), { status: 502, code: 'upstream_stream_error' }, type);
+    t.match(thrown(() => decoder.push({ data: line })), { status: 502, reason: 'upstream_stream_error' }, type);
     const fresh = PROVIDER_FAMILIES[type].createStreamDecoder(request, provider(type), { newToolCallId: () => 'c' });
-    t.match(thrown(() => fresh.push({ data: '{not json' })), { code: 'upstream_malformed_response' }, `${type}: malformed`);
+    t.match(thrown(() => fresh.push({ data: '{not json' })), { reason: 'upstream_malformed_response' }, `${type}: malformed`);
   }
 });

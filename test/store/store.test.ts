@@ -200,7 +200,7 @@ t.test('usage: filters by key without an index of their own', async (t) => {
   seedKey(store, 'key_2', 'acc_2');
   const row = (n: number, accountId: string, apiKeyId: string, model = 'openai/gpt-4o-mini') => ({
     requestId: `req_${n}`, accountId, apiKeyId, model, provider: 'openai', endpoint: 'chat.completions', stream: false,
-    inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costMicros: 1, status: 200, errorType: null, latencyMs: 1, createdAt: 1000 + n,
+    inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0, costMicros: 1, unchargedMicros: 0, status: 200, errorType: null, latencyMs: 1, createdAt: 1000 + n,
   });
   store.transaction(() => {
     for (let n = 0; n < 30; n++) store.usage.insert(row(n, n % 3 === 2 ? 'acc_2' : 'acc_1', n % 3 === 0 ? 'key_1' : n % 3 === 1 ? 'key_3' : 'key_2', n % 2 ? 'anthropic/claude-haiku-4-5' : 'openai/gpt-4o-mini'));

@@ -62,6 +62,7 @@ export function usageRow(overrides: Partial<NewUsage> & Pick<NewUsage, 'accountI
     cacheReadTokens: 0,
     cacheWriteTokens: 0,
     costMicros: 1_250_000,
+    unchargedMicros: 0,
     status: 200,
     errorType: null,
     latencyMs: 123,

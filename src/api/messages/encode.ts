@@ -60,9 +60,10 @@ export function encodeMessage(result: ChatResult, usage: Usage, meta: MessagesEn
 }
 
 /**
- * The error body of the messages format: the gateway's envelope with Anthropic's error type
- * (which Anthropic clients read) and the top-level `"type": "error"`; `code` keeps the
- * gateway's precise reason (insufficient_credits, budget_exceeded, upstream_timeout ...).
+ * The error body of the messages format, as a response body and as the stream's `error`
+ * event: the gateway's envelope with Anthropic's error type (which Anthropic clients read)
+ * and the top-level `"type": "error"`; `code` the integer status, `reason` the gateway's
+ * precise cause (insufficient_credits, budget_exceeded, upstream_timeout ...).
  */
 export function encodeMessagesError(error: GatewayError) {
   const body = error.toBody();
@@ -134,7 +135,7 @@ export class MessagesStreamEncoder implements StreamEncoder {
         return out;
       }
       case 'error':
-        return [frame('error', { type: 'error', error: { type: anthropicErrorType(event.error), message: event.error.message } })];
+        return [frame('error', encodeMessagesError(event.error))];
     }
   }
 

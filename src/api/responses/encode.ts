@@ -209,9 +209,12 @@ export class ResponsesStreamEncoder implements StreamEncoder {
     return { event: type, data: JSON.stringify({ type, sequence_number: this.sequence++, ...fields }) };
   }
 
-  /** The flat fields of the documented event, and the nested `error` that openai-node turns into an APIError. */
+  /**
+   * The flat fields of OpenAI's documented `error` event (its `code` a string: the reason),
+   * and the nested `error`, the gateway's envelope with the integer `code`, which openai-node
+   * turns into an APIError.
+   */
   private errorFrame(error: GatewayError): SseFrame {
-    const detail = { type: error.type, code: error.code, message: error.message, param: error.param };
-    return { event: 'error', data: JSON.stringify({ type: 'error', sequence_number: this.sequence++, code: error.code, message: error.message, param: error.param, error: detail }) };
+    return { event: 'error', data: JSON.stringify({ type: 'error', sequence_number: this.sequence++, code: error.reason, message: error.message, param: error.param, error: error.toBody().error }) };
   }
 }

@@ -5,6 +5,9 @@ import type { Io } from '../io.js';
 import { dateArg, inrArg, intArg, managementClient, withClientOptions, type ClientFlags } from '../options.js';
 import type { KeyView, ListOf } from './types.js';
 
+/** A key's budget: 0 (or none, for a management key) is unlimited. */
+const budgetText = (budget: number | undefined): string => (budget ? inr(budget) : 'unlimited');
+
 interface KeyFlags extends ClientFlags {
   email?: string;
   name?: string;
@@ -34,7 +37,7 @@ function keyEntries(key: KeyView): [string, string][] {
     ['account', key.account_id],
   ];
   if (key.object === 'api_key') {
-    entries.push(['rate limit', `${key.rate_limit} requests/minute`], ['budget', inr(key.budget, 'unlimited')], ['spent', inr(key.spent)]);
+    entries.push(['rate limit', `${key.rate_limit} requests/minute`], ['budget', budgetText(key.budget)], ['spent', inr(key.spent)]);
   }
   entries.push(['expires', when(key.expires_at, 'never')], ['status', key.status]);
   return entries;
@@ -53,7 +56,7 @@ function KeyTable({ keys }: { keys: KeyView[] }) {
         ...(api
           ? [
               { title: 'RPM', value: (k: KeyView) => String(k.rate_limit ?? ''), align: 'right' as const },
-              { title: 'BUDGET', value: (k: KeyView) => inr(k.budget, 'unlimited'), align: 'right' as const },
+              { title: 'BUDGET', value: (k: KeyView) => budgetText(k.budget), align: 'right' as const },
               { title: 'SPENT', value: (k: KeyView) => inr(k.spent), align: 'right' as const },
             ]
           : []),

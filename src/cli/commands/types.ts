@@ -16,7 +16,8 @@ export interface KeyView {
   name: string;
   masked_key: string;
   rate_limit?: number;
-  budget?: number | null;
+  /** INR; 0 means unlimited. */
+  budget?: number;
   spent?: number;
   status: string;
   expires_at: string | null;

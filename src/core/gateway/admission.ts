@@ -12,8 +12,13 @@ export interface AdmissionInput {
   apiKeyId: string;
   rateLimit: number;
   model: ModelConfig;
-  /** Upper bound of the prompt's tokens. */
+  /** The fast upper bound of the prompt's tokens (UTF-8 bytes: no tokenizing). */
   promptTokens: number;
+  /**
+   * The tight bound (the tokenizer with the family's margin), computed only when the fast
+   * bound would refuse the call: tokenizing costs CPU that a call far from its limits never pays.
+   */
+  promptEstimate?: () => Promise<number>;
   /** The client's output limit; when absent the gateway picks the most the wallet covers. */
   requestedMaxTokens: number | undefined;
   /** What the client's format calls that limit, to name it in errors. */
@@ -27,6 +32,8 @@ export interface Admission {
   hold: HoldRef;
   maxTokens: number;
   rate: RateDecision;
+  /** The prompt bound the hold was priced with (the fast bound, or the tight one when it did not fit). */
+  promptTokens: number;
 }
 
 /** When the catalog states no output limit, and the client none either. */
@@ -61,7 +68,7 @@ export class Admitter {
       throw new GatewayError({
         status: 503,
         type: 'service_unavailable',
-        code: 'limits_unavailable',
+        reason: 'limits_unavailable',
         message: 'the gateway cannot check rate limits and wallet holds right now (its Redis is unreachable); retry shortly',
         retryable: true,
         cause: error,
@@ -75,26 +82,30 @@ export class Admitter {
       throw new GatewayError({
         status: 400,
         type: 'invalid_request_error',
-        code: 'invalid_field',
+        reason: 'invalid_field',
         param: input.maxTokensField,
         message: `${input.maxTokensField}: must be at most ${modelMax} for ${input.model.id}`,
       });
     }
     let maxTokens = input.requestedMaxTokens ?? modelMax ?? DEFAULT_MAX_TOKENS;
     const hold: HoldRef = { id: input.requestId, accountId: input.accountId, keyId: input.apiKeyId, amountMicros: 0 };
+    // The prompt bound the hold is priced with: the fast byte bound, until it does not fit.
+    let promptTokens = input.promptTokens;
 
     // At most twice: the worst case for the asked (or default) limit, then, when the client
-    // set no limit, the largest limit the money covers. Before refusing, once: calls settled
-    // but not yet in the ledger are applied (their holds then go), and the check runs again,
-    // so that a 402 states the wallet as it is.
+    // set no limit, the largest limit the money covers. Before refusing, once each: calls
+    // settled but not yet in the ledger are applied (their holds then go), so that a 402
+    // states the wallet as it is; and the prompt is bounded again with the tokenizer (the
+    // tight bound), which is about a quarter of the byte bound for prose.
     let drained = false;
-    hold.amountMicros = worstCaseMicros(input.model.pricing, input.promptTokens, maxTokens);
+    let tightened = input.promptEstimate === undefined;
+    hold.amountMicros = worstCaseMicros(input.model.pricing, promptTokens, maxTokens);
     const first = await this.rateAndHold(input.apiKeyId, input.rateLimit, input.requestId, hold);
     const rate = first.rate;
     if (!first.totals) throw rateLimited(rate);
     let admitted: HoldTotals | undefined = first.totals;
     for (let attempt = 0; attempt < 2; attempt++) {
-      hold.amountMicros = worstCaseMicros(input.model.pricing, input.promptTokens, maxTokens);
+      hold.amountMicros = worstCaseMicros(input.model.pricing, promptTokens, maxTokens);
       const totals = admitted ?? (await this.holds.acquire(hold));
       admitted = undefined;
       // Read after the hold is taken (see holds.ts): one read of each, fresh from the store.
@@ -114,14 +125,23 @@ export class Admitter {
       const walletFree = balance - others.account;
       const keyFree = key?.budgetMicros === null || key === undefined ? Number.POSITIVE_INFINITY : key.budgetMicros - key.spentMicros - others.key;
       const free = Math.min(walletFree, keyFree);
-      if (hold.amountMicros <= free) return { hold, maxTokens, rate };
+      if (hold.amountMicros <= free) return { hold, maxTokens, rate, promptTokens };
       await this.holds.release(hold);
       if (!drained && (drained = this.store.barrier.pass())) {
         attempt -= 1;
         continue;
       }
+      if (!tightened) {
+        tightened = true;
+        const tight = await (input.promptEstimate as () => Promise<number>)();
+        if (tight < promptTokens) {
+          promptTokens = tight;
+          attempt -= 1;
+          continue;
+        }
+      }
 
-      const affordable = Math.min(affordableOutputTokens(input.model.pricing, input.promptTokens, free), modelMax ?? Number.MAX_SAFE_INTEGER);
+      const affordable = Math.min(affordableOutputTokens(input.model.pricing, promptTokens, free), modelMax ?? Number.MAX_SAFE_INTEGER);
       if (input.requestedMaxTokens === undefined && affordable >= 1 && attempt === 0) {
         maxTokens = affordable;
         continue;
@@ -130,13 +150,13 @@ export class Admitter {
         ? new GatewayError({
             status: 402,
             type: 'budget_exceeded',
-            code: 'budget_exceeded',
+            reason: 'budget_exceeded',
             message: `this API key's remaining budget (${formatInrDisplay(Math.max(0, keyFree))}${others.key > 0 ? ` after ${formatInrDisplay(others.key)} held by calls in progress` : ''}) ${coverage(affordable, input)}`,
           })
         : new GatewayError({
             status: 402,
             type: 'insufficient_credits',
-            code: 'insufficient_credits',
+            reason: 'insufficient_credits',
             message: `insufficient credits: the wallet balance is ${formatInrDisplay(balance)}${others.account > 0 ? ` with ${formatInrDisplay(others.account)} held by calls in progress` : ''}, which ${coverage(affordable, input)}; top up the wallet`,
           });
     }
@@ -150,7 +170,7 @@ function emptyOrExhausted(balance: number, key: Funds['key']): GatewayError | un
     return new GatewayError({
       status: 402,
       type: 'budget_exceeded',
-      code: 'budget_exceeded',
+      reason: 'budget_exceeded',
       message: `this API key has used its budget of ${formatInrDisplay(key.budgetMicros)}: raise the key's budget or use another key`,
     });
   }
@@ -158,7 +178,7 @@ function emptyOrExhausted(balance: number, key: Funds['key']): GatewayError | un
     return new GatewayError({
       status: 402,
       type: 'insufficient_credits',
-      code: 'insufficient_credits',
+      reason: 'insufficient_credits',
       message: `insufficient credits: the wallet balance is ${formatInrDisplay(balance)}; top up the wallet`,
     });
   }
@@ -172,8 +192,8 @@ function coverage(affordable: number, input: AdmissionInput): string {
 function rateLimited(rate: RateDecision): GatewayError {
   return new GatewayError({
     status: 429,
-    type: 'rate_limit_error',
-    code: 'rate_limit_exceeded',
+    type: 'rate_limit_exceeded',
+    reason: 'rate_limit_exceeded',
     message: `rate limit of ${rate.limit} requests per minute reached for this API key: retry in ${Math.ceil(rate.retryAfterMs / 1000)} s`,
     headers: { 'retry-after': String(Math.ceil(rate.retryAfterMs / 1000)), ...rateHeaders(rate) },
   });

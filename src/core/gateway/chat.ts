@@ -11,7 +11,7 @@ import type { ChatRequest, ChatResult, GatewayStreamEvent, StreamPart, Usage } f
 import type { Catalog } from '../catalog.js';
 import { CallAborted, GatewayError, isGatewayError } from '../errors.js';
 import { formatMicros } from '../money.js';
-import { countPromptTokens, countTextTokens, promptTokenBound } from '../tokens.js';
+import { countPromptTokens, countTextTokens, promptTokenBound, promptTokenEstimate } from '../tokens.js';
 import { rateHeaders, type Admission, type Admitter } from './admission.js';
 import { inlineRemoteImages } from './images.js';
 import type { Settlement } from './settlement.js';
@@ -215,7 +215,7 @@ export class ChatService {
       if (batch.length > 0) yield batch;
       if (failure) {
         settled = true;
-        await this.settle(prepared, ctx, await billable(), failure.status, failure.code);
+        await this.settle(prepared, ctx, await billable(), failure.status, failure.reason);
         yield [{ type: 'error', error: failure }];
         return;
       }
@@ -242,7 +242,7 @@ export class ChatService {
       throw new GatewayError({
         status: 503,
         type: 'service_unavailable',
-        code: 'provider_not_configured',
+        reason: 'provider_not_configured',
         message: `provider '${provider.name}' has no API key: set ${provider.apiKeyEnv} in the gateway's environment and restart it`,
       });
     }
@@ -254,6 +254,7 @@ export class ChatService {
       rateLimit: ctx.rateLimit,
       model,
       promptTokens: promptTokenBound(draft),
+      promptEstimate: () => promptTokenEstimate(draft, family.promptTokenMargin),
       requestedMaxTokens: draft.maxTokens,
       maxTokensField: draft.maxTokensField ?? 'max_tokens',
     });
@@ -329,7 +330,7 @@ export class ChatService {
   private async settleFailure(prepared: Settleable, ctx: CallContext, error: unknown): Promise<void> {
     const aborted = error instanceof CallAborted;
     const status = aborted ? 499 : isGatewayError(error) ? error.status : 500;
-    const code = aborted ? 'client_disconnected' : isGatewayError(error) ? error.code : 'internal_error';
+    const code = aborted ? 'client_disconnected' : isGatewayError(error) ? error.reason : 'internal_error';
     try {
       await this.settle(prepared, ctx, undefined, status, code);
     } catch (settleError) {

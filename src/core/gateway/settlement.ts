@@ -113,6 +113,9 @@ export class Settlement {
     }
   }
 
+  /** Calls since start whose cost went past their hold (charged the hold; the rest is on their usage row). */
+  overHoldCalls = 0;
+
   /** Settled calls waiting for their batch (for readiness and tests). */
   get backlog(): number {
     return this.pending.length;
@@ -129,9 +132,18 @@ export class Settlement {
     try {
       const usage = input.usage;
       cost = usage ? costMicros(input.model.pricing, usage) : 0;
+      let uncharged = 0;
       if (cost > input.hold.amountMicros) {
-        this.logger.warn({ req_id: input.requestId, cost, hold: input.hold.amountMicros, model: input.model.id }, 'cost above the hold: charged the hold');
+        // The hold was priced with a prompt bound the provider's count went past (the tight
+        // bound's margin was too small for this prompt): never charge past the hold, so no
+        // wallet or budget is overspent; keep the difference on the usage row and count it.
+        uncharged = cost - input.hold.amountMicros;
         cost = input.hold.amountMicros;
+        this.overHoldCalls += 1;
+        this.logger.warn(
+          { req_id: input.requestId, cost: cost + uncharged, hold: cost, uncharged, model: input.model.id, input_tokens: usage?.inputTokens, over_hold_calls: this.overHoldCalls },
+          'cost above the hold: charged the hold',
+        );
       }
       const now = Date.now();
       row = {
@@ -147,6 +159,7 @@ export class Settlement {
         cacheReadTokens: usage?.cacheReadTokens ?? 0,
         cacheWriteTokens: usage?.cacheWriteTokens ?? 0,
         costMicros: cost,
+        unchargedMicros: uncharged,
         status: input.status,
         errorType: input.errorType ?? null,
         latencyMs: Math.max(0, now - input.startedAt),

@@ -25,7 +25,7 @@ export async function initializeFirstAdmin(store: Store, input: { email: string;
         throw new GatewayError({
           status: 409,
           type: 'conflict_error',
-          code: 'already_initialized',
+          reason: 'already_initialized',
           message: 'an admin account already exists: use `gateway accounts create` with an admin key instead',
         });
       }

@@ -8,6 +8,7 @@ import { createGeminiStreamDecoder } from './stream.js';
 export const geminiFamily: ProviderFamily = {
   // Gemini reads only its own file URIs, not arbitrary http(s) image URLs.
   fetchesImageUrls: false,
+  promptTokenMargin: { ratio: 1.25, toolsOverhead: 200 }, // PROVISIONAL
   buildChatRequest: buildGeminiRequest,
   parseChatResponse: (body, _request, context) => parseGeminiResponse(body, context),
   createStreamDecoder: (_request, provider, context) => createGeminiStreamDecoder(provider.name, context),

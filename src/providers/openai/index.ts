@@ -7,6 +7,7 @@ import { createOpenAiStreamDecoder } from './stream.js';
 /** OpenAI and every OpenAI-compatible vendor (groq, mistral, deepseek, ollama, vllm, ...). */
 export const openAiFamily: ProviderFamily = {
   fetchesImageUrls: true,
+  promptTokenMargin: { ratio: 1.25, toolsOverhead: 200 }, // PROVISIONAL
   buildChatRequest: buildOpenAiChatRequest,
   parseChatResponse: (body, _request, context) => parseOpenAiChatResponse(body, context),
   createStreamDecoder: (_request, provider, context) => createOpenAiStreamDecoder(provider.name, context),

@@ -11,7 +11,7 @@ export function upstreamHttpError(provider: string, status: number, upstreamMess
     return new GatewayError({
       status: status === 413 ? 413 : 400,
       type: 'invalid_request_error',
-      code: 'upstream_invalid_request',
+      reason: 'upstream_invalid_request',
       message: `${provider} rejected the request${detail}`,
     });
   }
@@ -19,15 +19,15 @@ export function upstreamHttpError(provider: string, status: number, upstreamMess
     return new GatewayError({
       status: 502,
       type: 'upstream_error',
-      code: 'upstream_auth_failed',
+      reason: 'upstream_auth_failed',
       message: `${provider} refused the gateway's credentials (HTTP ${status}): an administrator must check the provider's api_key`,
     });
   }
   if (status === 429) {
     return new GatewayError({
       status: 429,
-      type: 'rate_limit_error',
-      code: 'upstream_rate_limited',
+      type: 'rate_limit_exceeded',
+      reason: 'upstream_rate_limited',
       message: `${provider} is rate limiting the gateway${detail}`,
       retryable: true,
       headers: retryAfter ? { 'retry-after': retryAfter } : {},
@@ -37,27 +37,27 @@ export function upstreamHttpError(provider: string, status: number, upstreamMess
   return new GatewayError({
     status: 502,
     type: 'upstream_error',
-    code: 'upstream_error',
+    reason: 'upstream_error',
     message: `${provider} failed (HTTP ${status})${detail}`,
     retryable: true,
   });
 }
 
 export function upstreamTimeout(provider: string, what: string): GatewayError {
-  return new GatewayError({ status: 504, type: 'timeout_error', code: 'upstream_timeout', message: `${provider} timed out waiting for ${what}`, retryable: true });
+  return new GatewayError({ status: 504, type: 'timeout_error', reason: 'upstream_timeout', message: `${provider} timed out waiting for ${what}`, retryable: true });
 }
 
 export function upstreamBroken(provider: string, what: string): GatewayError {
-  return new GatewayError({ status: 502, type: 'upstream_error', code: 'upstream_connection_failed', message: `${provider}: ${what}`, retryable: true });
+  return new GatewayError({ status: 502, type: 'upstream_error', reason: 'upstream_connection_failed', message: `${provider}: ${what}`, retryable: true });
 }
 
 export function upstreamMalformed(provider: string, what: string): GatewayError {
-  return new GatewayError({ status: 502, type: 'upstream_error', code: 'upstream_malformed_response', message: `${provider} sent ${what}` });
+  return new GatewayError({ status: 502, type: 'upstream_error', reason: 'upstream_malformed_response', message: `${provider} sent ${what}` });
 }
 
 /** An error event inside an upstream stream (after its headers). */
 export function upstreamStreamError(provider: string, message: string | undefined): GatewayError {
-  return new GatewayError({ status: 502, type: 'upstream_error', code: 'upstream_stream_error', message: `${provider} failed mid-stream${message ? `: ${truncate(message)}` : ''}`, retryable: true });
+  return new GatewayError({ status: 502, type: 'upstream_error', reason: 'upstream_stream_error', message: `${provider} failed mid-stream${message ? `: ${truncate(message)}` : ''}`, retryable: true });
 }
 
 function truncate(text: string): string {
