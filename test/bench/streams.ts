@@ -31,7 +31,7 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 /**
  * A reply of `chunks` text deltas ("tick "), one every `chunkDelayMs`. The text has spaces on
  * purpose: the gateway tokenizes the prompt (this directive included) of an aborted stream,
- * and js-tiktoken is quadratic in the length of an unbroken word.
+ * and BPE is quadratic in the length of an unbroken word.
  */
 export function slowScenario(chunks: number, chunkDelayMs: number): object {
   return { text: 'tick '.repeat(chunks), chunkSize: 5, chunkDelayMs };

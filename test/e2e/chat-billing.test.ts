@@ -3,7 +3,8 @@ import pino from 'pino';
 import t from 'tap';
 import { request } from 'undici';
 import { startGateway, type RunningGateway } from '../../src/main.js';
-import { countTextTokens, promptTokenBound } from '../../src/core/tokens.js';
+import { countTextTokens, promptTokenBound, promptTokenEstimate } from '../../src/core/tokens.js';
+import { openAiFamily } from '../../src/providers/openai/index.js';
 import type { UsageRecord } from '../../src/store/usage.js';
 import { fundedKey, simulatedProviders, startTestGateway, testConfig, type FundedKey, type TestGateway } from '../support/gateway.js';
 import { REDIS_URL, redisSkipReason } from '../support/redis.js';
@@ -67,6 +68,18 @@ function worstMini(maxTokens: number): number {
 /** The largest max_tokens a wallet of `micros` covers for the PROMPT call on gpt-4o-mini. */
 function affordableMini(micros: number): number {
   return Number((BigInt(micros) * 1_000_000n - BigInt(BOUND) * PRICE.mini.input) / PRICE.mini.output);
+}
+/**
+ * The tight prompt bound admission tries before it refuses a call the fast (byte) bound does not
+ * fit (src/core/tokens.ts): the prompt's cl100k tokens times the OpenAI family's margin, plus
+ * framing (8 per message, 16 per call). A 402 states the largest max_tokens by this bound.
+ */
+const TIGHT = await promptTokenEstimate({ messages: [{ role: 'user', content: [{ type: 'text', text: PROMPT }] }] }, openAiFamily.promptTokenMargin);
+function worstTight(maxTokens: number): number {
+  return ceilMillion(BigInt(TIGHT) * PRICE.mini.input + BigInt(maxTokens) * PRICE.mini.output);
+}
+function affordableTight(micros: number): number {
+  return Number((BigInt(micros) * 1_000_000n - BigInt(TIGHT) * PRICE.mini.input) / PRICE.mini.output);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -381,9 +394,12 @@ t.test('402 messages', async (t) => {
 
   await t.test('a wallet that cannot pay the requested max_tokens: balance and the largest affordable max_tokens', async (t) => {
     const funded = await fundedKey(gw, { balance: 0.1 });
-    const affordable = affordableMini(100_000);
-    t.equal(affordable, 1731, 'by hand: ⌊(100 000 − 1010 × 12.6) / 50.4⌋ = 1731');
-    t.ok(worstMini(affordable) <= 100_000 && worstMini(affordable + 1) > 100_000, 'it is the largest that fits');
+    // The fast bound (1010 tokens) would cover 1731; the tight bound decides, and says more.
+    t.equal(affordableMini(100_000), 1731, 'by hand, fast bound: ⌊(100 000 − 1010 × 12.6) / 50.4⌋ = 1731');
+    t.equal(TIGHT, Math.ceil(1 * openAiFamily.promptTokenMargin.ratio) + 8 + 16, "tight bound: 'hi' is 1 cl100k token, times the margin, plus framing");
+    const affordable = affordableTight(100_000);
+    t.ok(affordable > 1731, `the tight bound covers more (${affordable})`);
+    t.ok(worstTight(affordable) <= 100_000 && worstTight(affordable + 1) > 100_000, 'it is the largest that fits');
     const before = sim.requests.length;
     for (const maxTokens of [16_000, affordable + 1]) {
       const res = await post(gw.url, funded.key, { model: MINI, messages: USER, max_tokens: maxTokens });
@@ -410,7 +426,7 @@ t.test('402 messages', async (t) => {
     t.equal(sim.requests.length, before + 1);
     const upstream = sim.requests.at(-1)?.body as Record<string, unknown>;
     t.ok(typeof upstream.max_completion_tokens === 'number' && upstream.max_completion_tokens < 16384, `upstream max_completion_tokens below the catalog 16384 (${upstream.max_completion_tokens})`);
-    t.equal(upstream.max_completion_tokens, affordableMini(100_000), 'the most the wallet covers');
+    t.equal(upstream.max_completion_tokens, affordableTight(100_000), 'the most the wallet covers, by the tight bound');
     await noHolds(t, gw, funded);
   });
 

@@ -2,7 +2,8 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import t from 'tap';
 import { request } from 'undici';
-import { countTextTokens, promptTokenBound } from '../../src/core/tokens.js';
+import { countTextTokens, promptTokenBound, promptTokenEstimate } from '../../src/core/tokens.js';
+import { openAiFamily } from '../../src/providers/openai/index.js';
 import type { UsageRecord } from '../../src/store/usage.js';
 import { fundedKey, simulatedProviders, startTestGateway, type FundedKey, type TestGateway } from '../support/gateway.js';
 import { ProviderSimulator, type SimUsage } from '../support/simulator/server.js';
@@ -433,6 +434,18 @@ function worstMini(maxTokens: number): number {
 function affordableMini(micros: number): number {
   return Number((BigInt(micros) * 1_000_000n - BigInt(BOUND) * PRICE.mini.input) / PRICE.mini.output);
 }
+/**
+ * The tight prompt bound admission tries before it refuses a call the fast (byte) bound does not
+ * fit (src/core/tokens.ts): the prompt's cl100k tokens times the OpenAI family's margin, plus
+ * framing (8 per message, 16 per call). A 402 states the largest max_tokens by this bound.
+ */
+const TIGHT = await promptTokenEstimate({ messages: [{ role: 'user', content: [{ type: 'text', text: PROMPT }] }] }, openAiFamily.promptTokenMargin);
+function worstTight(maxTokens: number): number {
+  return ceilMillion(BigInt(TIGHT) * PRICE.mini.input + BigInt(maxTokens) * PRICE.mini.output);
+}
+function affordableTight(micros: number): number {
+  return Number((BigInt(micros) * 1_000_000n - BigInt(TIGHT) * PRICE.mini.input) / PRICE.mini.output);
+}
 
 t.test('402 insufficient_credits: an empty wallet, in every format (JSON and stream)', async (t) => {
   const funded = await fund({ balance: 0 });
@@ -454,9 +467,12 @@ t.test('402 insufficient_credits: an empty wallet, in every format (JSON and str
 });
 
 t.test('402 insufficient_credits: a max tokens the wallet cannot cover, in every format', async (t) => {
-  const affordable = affordableMini(100_000);
-  t.equal(affordable, 1731, 'by hand: ⌊(100 000 − 1010 × 12.6) / 50.4⌋ = 1731');
-  t.ok(worstMini(affordable) <= 100_000 && worstMini(affordable + 1) > 100_000, 'it is the largest that fits');
+  // The fast bound (1010 tokens) would cover 1731; the tight bound decides, and says more.
+  t.equal(affordableMini(100_000), 1731, 'by hand, fast bound: ⌊(100 000 − 1010 × 12.6) / 50.4⌋ = 1731');
+  t.equal(TIGHT, Math.ceil(1 * openAiFamily.promptTokenMargin.ratio) + 8 + 16, "tight bound: 'hi' is 1 cl100k token, times the margin, plus framing");
+  const affordable = affordableTight(100_000);
+  t.ok(affordable > 1731, `the tight bound covers more (${affordable})`);
+  t.ok(worstTight(affordable) <= 100_000 && worstTight(affordable + 1) > 100_000, 'it is the largest that fits');
   // The same message in every format, naming the format's own limit field.
   const expectedFor = (format: Format): string => `insufficient credits: the wallet balance is ₹0.10, which covers at most ${LIMIT_FIELD[format]}=${affordable} for ${MINI}; top up the wallet`;
   for (const format of FORMATS) {
@@ -513,7 +529,7 @@ t.test('402 budget_exceeded: a max tokens the key budget cannot cover, in every 
   const funded = await fund({ balance: 10, key: { budget: 0.1 } });
   const before = sim.requests.length;
   for (const format of FORMATS) {
-    const expected = `this API key's remaining budget (₹0.10) covers at most ${LIMIT_FIELD[format]}=${affordableMini(100_000)} for ${MINI}`;
+    const expected = `this API key's remaining budget (₹0.10) covers at most ${LIMIT_FIELD[format]}=${affordableTight(100_000)} for ${MINI}`;
     for (const stream of [false, true]) {
       const res = await post(gw, format, funded.key, bodyFor(format, { maxTokens: 16_000, stream }));
       expectErrorBody(t, format, res, 402, 'budget_exceeded', 'budget_exceeded');
