@@ -5,7 +5,7 @@
 
 export type RouteMatch<H> =
   | { kind: 'found'; handler: H; params: Record<string, string> }
-  | { kind: 'method_not_allowed'; allowed: string[] }
+  | { kind: 'method_not_allowed'; allowed: string[]; /** A handler of the path, for the path's own error format. */ sibling: H }
   | { kind: 'not_found' };
 
 interface DynamicRoute<H> {
@@ -53,7 +53,7 @@ export class Router<H> {
 function pick<H>(handlers: Map<string, H>, method: string, params: Record<string, string>): RouteMatch<H> {
   const handler = handlers.get(method) ?? (method === 'HEAD' ? handlers.get('GET') : undefined);
   if (handler) return { kind: 'found', handler, params };
-  return { kind: 'method_not_allowed', allowed: [...handlers.keys()] };
+  return { kind: 'method_not_allowed', allowed: [...handlers.keys()], sibling: handlers.values().next().value as H };
 }
 
 function matchSegments(pattern: string[], parts: string[]): Record<string, string> | null {

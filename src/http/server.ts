@@ -86,7 +86,11 @@ export function createHttpServer(options: HttpServerOptions): Server {
       }
       const match = router.match(method, path);
       if (match.kind === 'not_found') throw errors.routeNotFound(method, path);
-      if (match.kind === 'method_not_allowed') throw errors.methodNotAllowed(method, path, match.allowed);
+      if (match.kind === 'method_not_allowed') {
+        // Answered in the path's own error format (a GET on /v1/messages gets Anthropic's).
+        route = match.sibling;
+        throw errors.methodNotAllowed(method, path, match.allowed);
+      }
       route = match.handler;
       const ctx: RequestContext = {
         req,

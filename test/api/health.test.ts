@@ -40,6 +40,15 @@ t.test('health, readiness and the HTTP basics (no Redis)', async (t) => {
   t.equal(wrong.body.error.type, 'method_not_allowed');
   t.equal(wrong.body.error.reason, 'method_not_allowed');
   t.equal(wrong.body.error.code, 405);
+
+  // A wrong method on the messages endpoint answers in Anthropic's error format, as its routes do.
+  const messages = await gw.http('GET', '/v1/messages');
+  t.equal(messages.status, 405);
+  t.equal(messages.headers.allow, 'POST');
+  t.equal(messages.body.type, 'error', 'the top-level "type": "error" Anthropic clients read');
+  t.equal(messages.body.error.type, 'invalid_request_error');
+  t.equal(messages.body.error.code, 405);
+  t.equal(messages.body.error.reason, 'method_not_allowed');
 });
 
 t.test('body limits and malformed JSON', async (t) => {
