@@ -233,7 +233,7 @@ function mergeWithDefaults(user: Raw): Raw {
 }
 
 const PROVIDER_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
-const PROVIDER_KEYS = ['type', 'base_url', 'api_key', 'headers', 'timeouts', 'anthropic_version', 'max_tokens_param'];
+const PROVIDER_KEYS = ['type', 'base_url', 'api_key', 'headers', 'timeouts', 'anthropic_version', 'max_tokens_param', 'tokenizer'];
 
 function readProviders(raw: unknown, problems: Problems): Record<string, ProviderConfig> {
   const out: Record<string, ProviderConfig> = {};
@@ -286,9 +286,23 @@ function readProviders(raw: unknown, problems: Problems): Record<string, Provide
     if (provider.type !== 'openai' && entry.max_tokens_param !== undefined) {
       problems.add(`${path}.max_tokens_param`, 'only applies to providers of type openai');
     }
+    const tokenizer = readTokenizer(entry.tokenizer, `${path}.tokenizer`, problems);
+    if (tokenizer) provider.tokenizer = tokenizer;
     out[name] = provider;
   }
   return out;
+}
+
+/** `tokenizer: { ratio, split_digits }`: the vendor's token counts against cl100k (src/core/tokens.ts). */
+function readTokenizer(raw: unknown, path: string, problems: Problems): ProviderConfig['tokenizer'] {
+  if (raw === undefined || raw === null) return undefined;
+  const section = readSection(raw, path, ['ratio', 'split_digits'], problems);
+  const ratio = section.ratio;
+  if (typeof ratio !== 'number' || !Number.isFinite(ratio) || ratio < 1 || ratio > 4) {
+    problems.add(`${path}.ratio`, 'must be a number from 1 to 4 (how many tokens the vendor counts for one cl100k token, at most)');
+    return undefined;
+  }
+  return { ratio, splitDigits: readBool(section, 'split_digits', path, problems, false) };
 }
 
 function readHeaders(raw: unknown, path: string, problems: Problems): Record<string, string> {

@@ -33,6 +33,12 @@ export interface ProviderConfig {
    * vendors know only `max_tokens`.
    */
   maxTokensParam: 'max_tokens' | 'max_completion_tokens';
+  /**
+   * How this vendor's tokenizer counts against cl100k, for admission's tight prompt bound,
+   * when it differs from its wire family's (an OpenAI-compatible vendor with a tokenizer of its
+   * own). Absent: the family's (src/providers/<family>/index.ts).
+   */
+  tokenizer?: { ratio: number; splitDigits: boolean };
 }
 
 /**

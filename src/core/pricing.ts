@@ -1,5 +1,5 @@
 import type { ModelPricing } from '../config/types.js';
-import type { Usage } from './canonical.js';
+import type { ChatRequest, Usage } from './canonical.js';
 
 /**
  * Call cost in integer µINR. Prices are µINR per 1M tokens (INR price × 1e6), so
@@ -33,20 +33,36 @@ export function costMicros(pricing: ModelPricing, usage: Usage): number {
   return ceilDiv(total, MILLION);
 }
 
-/** The most a prompt of at most `promptTokens` tokens can cost (every token at the dearest prompt price). */
-function worstPromptPer1M(pricing: ModelPricing): bigint {
+/**
+ * The dearest price a prompt token can be billed at: the cache-write price (Anthropic's 1.25x)
+ * only when the call can write a cache; otherwise plain input (cache reads are cheaper).
+ */
+function worstPromptPer1M(pricing: ModelPricing, cacheWrites: boolean): bigint {
   const prices = promptPrices(pricing);
-  return [prices.plain, prices.cacheRead, prices.cacheWrite].reduce((a, b) => (b > a ? b : a));
+  const plain = prices.plain > prices.cacheRead ? prices.plain : prices.cacheRead;
+  return cacheWrites && prices.cacheWrite > plain ? prices.cacheWrite : plain;
+}
+
+/**
+ * Whether a call can be billed cache writes: a provider writes a prompt cache only where the
+ * request marks breakpoints (Anthropic's cache_control, which `cache: true` sets), or where it
+ * carries wire fields of its own the gateway does not read (which might ask for caching).
+ */
+export function mayWriteCache(request: Pick<ChatRequest, 'messages' | 'tools' | 'passthrough'>): boolean {
+  if (request.passthrough) return true;
+  if (request.tools) for (const tool of request.tools) if (tool.cacheControl) return true;
+  for (const message of request.messages) for (const part of message.content) if (part.cacheControl) return true;
+  return false;
 }
 
 /** The most a call can cost: the prompt bound at the dearest prompt price plus every output token. */
-export function worstCaseMicros(pricing: ModelPricing, promptTokens: number, maxOutputTokens: number): number {
-  return ceilDiv(BigInt(promptTokens) * worstPromptPer1M(pricing) + BigInt(maxOutputTokens) * BigInt(pricing.outputPer1M), MILLION);
+export function worstCaseMicros(pricing: ModelPricing, promptTokens: number, maxOutputTokens: number, cacheWrites = true): number {
+  return ceilDiv(BigInt(promptTokens) * worstPromptPer1M(pricing, cacheWrites) + BigInt(maxOutputTokens) * BigInt(pricing.outputPer1M), MILLION);
 }
 
 /** The largest max_tokens whose worst case fits in `availableMicros` (0 when not even the prompt fits). */
-export function affordableOutputTokens(pricing: ModelPricing, promptTokens: number, availableMicros: number): number {
-  const budget = BigInt(Math.max(0, availableMicros)) * MILLION - BigInt(promptTokens) * worstPromptPer1M(pricing);
+export function affordableOutputTokens(pricing: ModelPricing, promptTokens: number, availableMicros: number, cacheWrites = true): number {
+  const budget = BigInt(Math.max(0, availableMicros)) * MILLION - BigInt(promptTokens) * worstPromptPer1M(pricing, cacheWrites);
   if (budget < 0n) return 0;
   const perToken = BigInt(pricing.outputPer1M);
   if (perToken === 0n) return Number.MAX_SAFE_INTEGER;

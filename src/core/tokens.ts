@@ -109,19 +109,37 @@ export function promptTokenBound(request: PromptParts): number {
 }
 
 /**
- * How a provider family's prompt tokens relate to cl100k's, for the tight bound: its tokenizer
- * counts at most `ratio` times cl100k's tokens for the same text, and its upstream adds at most
- * `toolsOverhead` tokens of its own system text when the call has tools. Each family states its
- * own, with the measurements behind it (src/providers/<family>/index.ts).
+ * How a provider's prompt tokens relate to cl100k's, for the tight bound: its tokenizer counts
+ * at most `ratio` times cl100k's tokens for the same text, plus one token per digit when it
+ * splits numbers into single digits (`splitDigits`: Gemini, Mistral, Qwen; cl100k groups up to
+ * three, so on numeric text they count up to 3 times cl100k and no flat ratio fits both prose
+ * and numbers); and its upstream adds at most `toolsOverhead` tokens of its own system text
+ * when the call has tools. Each family states its own, with the measurements behind it
+ * (src/providers/<family>/index.ts); a provider can override ratio and splitDigits in the
+ * config (`providers.<name>.tokenizer`), for an OpenAI-compatible vendor with its own tokenizer.
  */
 export interface PromptTokenMargin {
   ratio: number;
+  splitDigits: boolean;
   toolsOverhead: number;
 }
 
-/** Framing per message (role and separators: 3 to 4 tokens in every family) and per call, in tokens. */
-const ESTIMATE_MESSAGE_OVERHEAD = 8;
-const ESTIMATE_CALL_OVERHEAD = 16;
+function countDigits(text: string): number {
+  let digits = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code >= 48 && code <= 57) digits += 1;
+  }
+  return digits;
+}
+
+/**
+ * Framing, in tokens: per message (role and separators: OpenAI counts 3 per message and 3 to
+ * prime the reply; Anthropic's framing of a one-message prompt is of the same order, which the
+ * 12 of a one-message call and the margin on its text cover; Gemini counts none).
+ */
+const ESTIMATE_MESSAGE_OVERHEAD = 4;
+const ESTIMATE_CALL_OVERHEAD = 8;
 
 /**
  * The tight prompt bound: every text of the prompt counted with cl100k, times the family's
@@ -133,28 +151,34 @@ const ESTIMATE_CALL_OVERHEAD = 16;
 export async function promptTokenEstimate(request: PromptParts, margin: PromptTokenMargin): Promise<number> {
   const count = await loadCounter();
   const budget = { chars: 0 };
-  let text = 0;
+  let tokens = 0;
+  let digits = 0;
+  const add = async (text: string): Promise<void> => {
+    tokens += await countSliced(count, text, budget);
+    if (margin.splitDigits) digits += countDigits(text);
+  };
   let fixed = ESTIMATE_CALL_OVERHEAD;
   for (const message of request.messages) {
     fixed += ESTIMATE_MESSAGE_OVERHEAD;
     for (const part of message.content) {
-      if (part.type === 'text') text += await countSliced(count, part.text, budget);
+      if (part.type === 'text') await add(part.text);
       else fixed += IMAGE_TOKEN_ALLOWANCE;
     }
     if (message.role === 'assistant') {
       for (const call of message.toolCalls) {
         fixed += ESTIMATE_MESSAGE_OVERHEAD;
-        text += (await countSliced(count, call.name, budget)) + (await countSliced(count, call.arguments, budget));
+        await add(call.name);
+        await add(call.arguments);
       }
     }
-    if (message.role === 'tool') text += await countSliced(count, message.toolCallId, budget);
+    if (message.role === 'tool') await add(message.toolCallId);
   }
   if (request.tools) {
     fixed += margin.toolsOverhead;
-    text += await countSliced(count, JSON.stringify(request.tools), budget);
+    await add(JSON.stringify(request.tools));
   }
-  if (request.responseFormat) text += await countSliced(count, JSON.stringify(request.responseFormat), budget);
-  const estimate = Math.ceil(text * margin.ratio) + fixed;
+  if (request.responseFormat) await add(JSON.stringify(request.responseFormat));
+  const estimate = Math.ceil(tokens * margin.ratio) + digits + fixed;
   return Math.min(estimate, promptTokenBound(request));
 }
 

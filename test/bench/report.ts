@@ -115,6 +115,10 @@ export interface LedgerCheck {
   expectedCharges: number;
   usageByStatus: Record<string, number>;
   chargesWithoutUsage: number;
+  /** Calls whose admission computed the tight prompt bound (the fast one did not fit). */
+  tightBound: number;
+  /** Calls whose cost went past their hold (charged the hold). */
+  overHold: number;
   pass: boolean;
 }
 
@@ -257,7 +261,7 @@ export function render(result: BenchResult): string {
     if (!s.allReceiving) out.push(`    ${s.requested - s.receiving} streams were open but got no content within the wait: they were queued inside ${s.target} (an upstream connection limit?)`);
   }
   for (const l of result.ledger) {
-    out.push(`  ledger ${l.target}: ${l.charges} charges; calls: ${l.okCalls} ok + ${l.abortedReceiving} aborted after content = ${l.expectedCharges}; usage rows by status ${JSON.stringify(l.usageByStatus)}; charges without usage row ${l.chargesWithoutUsage}`);
+    out.push(`  ledger ${l.target}: ${l.charges} charges; calls: ${l.okCalls} ok + ${l.abortedReceiving} aborted after content = ${l.expectedCharges}; usage rows by status ${JSON.stringify(l.usageByStatus)}; charges without usage row ${l.chargesWithoutUsage}; tight prompt bound computed ${l.tightBound} times; calls above their hold ${l.overHold}`);
   }
   out.push('', table([['target (issue 5)', 'value', 'limit', ''], ...result.checks.map((c) => [c.name, c.value, c.limit, c.pass ? 'PASS' : 'MISS'])]));
   if (result.profile) {

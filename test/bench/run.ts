@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
@@ -238,6 +238,9 @@ function checkLedger(gw: GatewayProc, target: Target): LedgerCheck {
     const one = (sql: string): number => (db.prepare(sql).get() as { n: number }).n;
     const charges = one("SELECT count(*) AS n FROM ledger WHERE kind = 'charge'");
     const chargesWithoutUsage = one("SELECT count(*) AS n FROM ledger l WHERE kind = 'charge' AND NOT EXISTS (SELECT 1 FROM usage u WHERE u.request_id = l.request_id)");
+    const overHold = one('SELECT count(*) AS n FROM usage WHERE uncharged_micros > 0');
+    // The daemon logs each time admission computes the tight prompt bound (near a wallet's limit).
+    const tightBound = readFileSync(gw.logPath, 'utf8').split('"msg":"tight prompt bound"').length - 1;
     const usageByStatus: Record<string, number> = {};
     for (const row of db.prepare('SELECT status, count(*) AS n FROM usage GROUP BY status').all() as Array<{ status: number; n: number }>) usageByStatus[row.status] = row.n;
     const c = target.counts;
@@ -252,6 +255,8 @@ function checkLedger(gw: GatewayProc, target: Target): LedgerCheck {
       expectedCharges,
       usageByStatus,
       chargesWithoutUsage,
+      tightBound,
+      overHold,
       pass: charges === expectedCharges && chargesWithoutUsage === 0 && (usageByStatus['200'] ?? 0) === c.ok,
     };
   } finally {

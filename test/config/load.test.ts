@@ -220,3 +220,15 @@ t.test('outbound: path-precise problems', async (t) => {
   t.match(problemsOf({ outbound: { allow_hosts: ['images.internal'] } }), [/^outbound\.allow_hosts: unknown key \(expected one of: allow_private, allow_ports\)$/]);
   t.same(problemsOf({ outbound: 'open' }), ['outbound: must be a mapping']);
 });
+
+t.test('providers.<name>.tokenizer: the vendor tokenizer against cl100k, for the tight prompt bound', async (t) => {
+  const defaults = build({});
+  t.same(defaults.providers.mistral?.tokenizer, { ratio: 1.15, splitDigits: true }, 'mistral splits digits');
+  t.equal(defaults.providers.openai?.tokenizer, undefined, 'others take their family margin');
+  const merged = build({ providers: { mistral: { base_url: 'http://127.0.0.1:1/v1' }, qwen: { type: 'openai', base_url: 'http://q/v1', tokenizer: { ratio: 1.2, split_digits: true } } } });
+  t.same(merged.providers.mistral?.tokenizer, { ratio: 1.15, splitDigits: true }, 'kept when a user entry overrides other fields');
+  t.same(merged.providers.qwen?.tokenizer, { ratio: 1.2, splitDigits: true });
+  const problems = problemsOf({ providers: { a: { type: 'openai', base_url: 'http://a/v1', tokenizer: { ratio: 0.5 } }, b: { type: 'openai', base_url: 'http://b/v1', tokenizer: { ratio: 1.1, digits: true } } } });
+  t.ok(problems.some((line) => line.startsWith('providers.a.tokenizer.ratio: must be a number from 1 to 4')), problems.join('\n'));
+  t.ok(problems.some((line) => line.startsWith('providers.b.tokenizer.digits: unknown key')), problems.join('\n'));
+});

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { MemoryHoldStore } from '../../src/core/limits/holds.js';
 import { MemoryRateLimiter, WINDOW_MS } from '../../src/core/limits/rate-limit.js';
-import { affordableOutputTokens, costMicros, worstCaseMicros } from '../../src/core/pricing.js';
+import { affordableOutputTokens, costMicros, mayWriteCache, worstCaseMicros } from '../../src/core/pricing.js';
 
 t.test('sliding window: exactly `limit` per 60 s, admitted again as the oldest leaves', async (t) => {
   let now = 1_000_000;
@@ -69,4 +69,14 @@ t.test('worst case and affordability agree', async (t) => {
   t.equal(affordableOutputTokens(pricing, 1000, 5), 0, 'not even the prompt fits');
   const sonnet = { inputPer1M: 252_000_000, outputPer1M: 1_260_000_000, cacheWritePer1M: 315_000_000 };
   t.equal(worstCaseMicros(sonnet, 1000, 0), 315_000, 'the prompt bound is priced at the dearest prompt price (cache writes)');
+  t.equal(worstCaseMicros(sonnet, 1000, 0, false), 252_000, 'a call that cannot write a cache: the input price');
+  t.equal(affordableOutputTokens(sonnet, 1000, 315_000 + 1260, false), affordableOutputTokens(sonnet, 1000, 315_000 + 1260) + 50, 'which leaves room for more output');
+});
+
+t.test('a call can be billed cache writes only where it marks breakpoints or carries wire fields of its own', async (t) => {
+  const text = (cacheControl?: { type: 'ephemeral' }) => ({ type: 'text' as const, text: 'hi', ...(cacheControl ? { cacheControl } : {}) });
+  t.equal(mayWriteCache({ messages: [{ role: 'user', content: [text()] }] }), false);
+  t.equal(mayWriteCache({ messages: [{ role: 'system', content: [text({ type: 'ephemeral' })] }, { role: 'user', content: [text()] }] }), true, 'a breakpoint on the system prompt');
+  t.equal(mayWriteCache({ messages: [{ role: 'user', content: [text()] }], tools: [{ name: 'f', parameters: {}, cacheControl: { type: 'ephemeral' } }] }), true, 'on a tool');
+  t.equal(mayWriteCache({ messages: [{ role: 'user', content: [text()] }], passthrough: { family: 'anthropic', fields: { cache_control: { type: 'ephemeral' } } } }), true, 'top-level wire fields');
 });

@@ -77,8 +77,21 @@ t.test('the tight bound: the count times the family margin, plus framing; never 
   }
   // Incompressible text (random bytes in base64-like noise, CJK): the byte bound caps it.
   const cjk = '電子計算機は情報を処理する機械である。'.repeat(200);
-  const capped = await promptTokenEstimate({ messages: [user(cjk)] }, { ratio: 1.9, toolsOverhead: 0 });
+  const capped = await promptTokenEstimate({ messages: [user(cjk)] }, { ratio: 1.9, splitDigits: false, toolsOverhead: 0 });
   t.ok(capped <= promptTokenBound({ messages: [user(cjk)] }), 'never above the fast bound');
+});
+
+t.test('a tokenizer that splits digits: one more token per digit', async (t) => {
+  const prose = Array.from({ length: 300 }, (_, i) => `Invoice ${i * 7919} for the quarter totals ${i * 31} rupees.`).join(' ');
+  const digits = prose.replace(/[^0-9]/g, '').length;
+  const grouped = await promptTokenEstimate({ messages: [user(prose)] }, { ratio: 1, splitDigits: false, toolsOverhead: 0 });
+  const split = await promptTokenEstimate({ messages: [user(prose)] }, { ratio: 1, splitDigits: true, toolsOverhead: 0 });
+  t.equal(split - grouped, digits, 'every digit counted once more');
+  // Numbers alone: a token per digit and per separator is more than their bytes allow, so the
+  // byte bound caps the estimate.
+  const numbers = Array.from({ length: 2000 }, (_, i) => String(i * 7919)).join(',');
+  const capped = await promptTokenEstimate({ messages: [user(numbers)] }, { ratio: 1, splitDigits: true, toolsOverhead: 0 });
+  t.equal(capped, promptTokenBound({ messages: [user(numbers)] }), 'capped at the byte bound');
 });
 
 t.test('images count their allowance in both bounds; tool calls and results count their text', async (t) => {
@@ -87,7 +100,7 @@ t.test('images count their allowance in both bounds; tool calls and results coun
     { role: 'assistant', content: [], toolCalls: [{ id: 'call_1', name: 'lookup', arguments: '{"q":"a long query about things"}' }] },
     { role: 'tool', toolCallId: 'call_1', content: [{ type: 'text', text: 'result text' }] },
   ];
-  const estimate = await promptTokenEstimate({ messages }, { ratio: 1, toolsOverhead: 0 });
+  const estimate = await promptTokenEstimate({ messages }, { ratio: 1, splitDigits: false, toolsOverhead: 0 });
   t.ok(estimate >= 40_000 + exact('look') + exact('lookup') + exact('{"q":"a long query about things"}') + exact('result text'));
   t.ok(estimate <= promptTokenBound({ messages }));
   t.ok((await countPromptTokens({ messages })) > 1000, 'the billing estimate counts the image too');

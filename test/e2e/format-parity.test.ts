@@ -437,7 +437,7 @@ function affordableMini(micros: number): number {
 /**
  * The tight prompt bound admission tries before it refuses a call the fast (byte) bound does not
  * fit (src/core/tokens.ts): the prompt's cl100k tokens times the OpenAI family's margin, plus
- * framing (8 per message, 16 per call). A 402 states the largest max_tokens by this bound.
+ * framing (4 per message, 8 per call). A 402 states the largest max_tokens by this bound.
  */
 const TIGHT = await promptTokenEstimate({ messages: [{ role: 'user', content: [{ type: 'text', text: PROMPT }] }] }, openAiFamily.promptTokenMargin);
 function worstTight(maxTokens: number): number {
@@ -469,7 +469,7 @@ t.test('402 insufficient_credits: an empty wallet, in every format (JSON and str
 t.test('402 insufficient_credits: a max tokens the wallet cannot cover, in every format', async (t) => {
   // The fast bound (1010 tokens) would cover 1731; the tight bound decides, and says more.
   t.equal(affordableMini(100_000), 1731, 'by hand, fast bound: ⌊(100 000 − 1010 × 12.6) / 50.4⌋ = 1731');
-  t.equal(TIGHT, Math.ceil(1 * openAiFamily.promptTokenMargin.ratio) + 8 + 16, "tight bound: 'hi' is 1 cl100k token, times the margin, plus framing");
+  t.equal(TIGHT, Math.ceil(1 * openAiFamily.promptTokenMargin.ratio) + 4 + 8, "tight bound: 'hi' is 1 cl100k token, times the margin, plus framing");
   const affordable = affordableTight(100_000);
   t.ok(affordable > 1731, `the tight bound covers more (${affordable})`);
   t.ok(worstTight(affordable) <= 100_000 && worstTight(affordable + 1) > 100_000, 'it is the largest that fits');

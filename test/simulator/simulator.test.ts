@@ -2,6 +2,8 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import t from 'tap';
 import { request } from 'undici';
+import { Tiktoken } from 'js-tiktoken/lite';
+import cl100kRanks from 'js-tiktoken/ranks/cl100k_base';
 import { ProviderSimulator, type Scenario } from '../support/simulator/server.js';
 
 /**
@@ -10,6 +12,17 @@ import { ProviderSimulator, type Scenario } from '../support/simulator/server.js
  */
 
 const KEY = 'sim-key';
+
+// The simulator's token counts (test/support/simulator/tokens.ts), recomputed here with an
+// independent cl100k: the vendor's ratio, for Gemini 2/3 of a token more per digit (it splits
+// numbers that cl100k groups by three), and each vendor's framing.
+const cl100k = new Tiktoken(cl100kRanks);
+const tokens = (text: string): number => cl100k.encode(text, 'all').length;
+const digits = (text: string): number => text.replace(/[^0-9]/g, '').length;
+const openaiPrompt = (text: string, messages: number): number => tokens(text) + 3 * messages + 3;
+const anthropicCount = (text: string): number => Math.ceil(tokens(text) * 1.16);
+const anthropicPrompt = (text: string, messages: number): number => anthropicCount(text) + 3 * messages + 7;
+const geminiCount = (text: string): number => Math.ceil(tokens(text) * 1.07) + Math.ceil((digits(text) * 2) / 3);
 
 // ---------------------------------------------------------------------------------------------
 // Wire shapes the tests read (the SDKs provide OpenAI's and Anthropic's; Gemini's are written here)
@@ -176,9 +189,9 @@ t.test('OpenAI JSON: default reply, full shape, default usage and recording', as
   t.equal(body.model, 'gpt-4o-mini');
   t.same(body.choices, [{ index: 0, message: { role: 'assistant', content: text, refusal: null, annotations: [] }, logprobs: null, finish_reason: 'stop' }]);
   t.same(body.usage, {
-    prompt_tokens: Math.ceil('Be brief.Hello there'.length / 4),
-    completion_tokens: Math.ceil(text.length / 4),
-    total_tokens: Math.ceil('Be brief.Hello there'.length / 4) + Math.ceil(text.length / 4),
+    prompt_tokens: openaiPrompt('Be brief.Hello there', 2),
+    completion_tokens: tokens(text),
+    total_tokens: openaiPrompt('Be brief.Hello there', 2) + tokens(text),
     prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
     completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
   });
@@ -220,7 +233,7 @@ t.test('OpenAI SSE: chunks, usage chunk only with include_usage, [DONE]', async 
   const usageChunks = openaiChunks(withUsage);
   const last = usageChunks.at(-1);
   t.same(last?.choices, [], 'usage chunk has no choices');
-  t.equal(last?.usage?.prompt_tokens, Math.ceil('Hello there'.length / 4));
+  t.equal(last?.usage?.prompt_tokens, openaiPrompt('Hello there', 1));
   t.ok(usageChunks.slice(0, -1).every((c) => c.usage === null), 'every earlier chunk has usage: null');
   t.ok(usageChunks.every((c) => !('obfuscation' in c)), 'include_obfuscation: false drops the padding');
   t.equal(parseSse(withUsage.text).at(-1)?.data, '[DONE]');
@@ -286,11 +299,11 @@ t.test('Anthropic JSON and SSE: text, tool_use blocks, event order', async (t) =
   t.equal(msg.stop_reason, 'end_turn');
   t.equal(msg.stop_sequence, null);
   t.same(msg.usage, {
-    input_tokens: Math.ceil('Be brief.Hello there'.length / 4),
+    input_tokens: anthropicPrompt('Be brief.Hello there', 1),
     cache_creation_input_tokens: 0,
     cache_read_input_tokens: 0,
     cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 },
-    output_tokens: Math.ceil(text.length / 4),
+    output_tokens: anthropicCount(text),
     service_tier: 'standard',
   });
 
@@ -336,8 +349,8 @@ t.test('Gemini JSON, SSE (CRLF) and JSON-array streaming; function calls', async
   const body = parse<GeminiResponse>(res);
   const text = 'Hello from the gemini simulator (model gemini-2.5-flash).';
   t.same(body.candidates, [{ content: { parts: [{ text }], role: 'model' }, finishReason: 'STOP', index: 0 }]);
-  t.equal(body.usageMetadata?.promptTokenCount, Math.ceil('Be brief.Hello there'.length / 4));
-  t.equal(body.usageMetadata?.candidatesTokenCount, Math.ceil(text.length / 4));
+  t.equal(body.usageMetadata?.promptTokenCount, geminiCount('Be brief.Hello there'));
+  t.equal(body.usageMetadata?.candidatesTokenCount, geminiCount(text), 'the digits of 2.5 count one token each');
   t.equal(body.modelVersion, 'gemini-2.5-flash');
   t.match(body.responseId, /^[A-Za-z0-9_-]{10,}$/);
   t.equal(sim.requests[0]?.model, 'gemini-2.5-flash', 'model comes from the path');
@@ -351,7 +364,7 @@ t.test('Gemini JSON, SSE (CRLF) and JSON-array streaming; function calls', async
   t.same(chunks.map((c) => c.candidates[0]?.content.parts[0]?.text), ['Streamin', 'g from G', 'emini']);
   t.same(chunks.map((c) => c.candidates[0]?.finishReason), [undefined, undefined, 'STOP'], 'finishReason only on the last chunk');
   t.ok(chunks.every((c) => c.usageMetadata?.promptTokenCount === chunks[0]?.usageMetadata?.promptTokenCount), 'usageMetadata on every chunk');
-  t.equal(chunks.at(-1)?.usageMetadata?.candidatesTokenCount, Math.ceil('Streaming from Gemini'.length / 4), 'last chunk has the final numbers');
+  t.equal(chunks.at(-1)?.usageMetadata?.candidatesTokenCount, geminiCount('Streaming from Gemini'), 'last chunk has the final numbers');
   t.equal(sim.requests[1]?.stream, true);
   t.equal(sim.requests[1]?.query, 'alt=sse');
 

@@ -19,6 +19,8 @@ export interface AdmissionInput {
    * bound would refuse the call: tokenizing costs CPU that a call far from its limits never pays.
    */
   promptEstimate?: () => Promise<number>;
+  /** Whether the call can be billed cache writes (pricing.ts mayWriteCache); the hold prices the prompt at that price only then. */
+  cacheWrites: boolean;
   /** The client's output limit; when absent the gateway picks the most the wallet covers. */
   requestedMaxTokens: number | undefined;
   /** What the client's format calls that limit, to name it in errors. */
@@ -99,13 +101,13 @@ export class Admitter {
     // tight bound), which is about a quarter of the byte bound for prose.
     let drained = false;
     let tightened = input.promptEstimate === undefined;
-    hold.amountMicros = worstCaseMicros(input.model.pricing, promptTokens, maxTokens);
+    hold.amountMicros = worstCaseMicros(input.model.pricing, promptTokens, maxTokens, input.cacheWrites);
     const first = await this.rateAndHold(input.apiKeyId, input.rateLimit, input.requestId, hold);
     const rate = first.rate;
     if (!first.totals) throw rateLimited(rate);
     let admitted: HoldTotals | undefined = first.totals;
     for (let attempt = 0; attempt < 2; attempt++) {
-      hold.amountMicros = worstCaseMicros(input.model.pricing, promptTokens, maxTokens);
+      hold.amountMicros = worstCaseMicros(input.model.pricing, promptTokens, maxTokens, input.cacheWrites);
       const totals = admitted ?? (await this.holds.acquire(hold));
       admitted = undefined;
       // Read after the hold is taken (see holds.ts): one read of each, fresh from the store.
@@ -141,7 +143,7 @@ export class Admitter {
         }
       }
 
-      const affordable = Math.min(affordableOutputTokens(input.model.pricing, promptTokens, free), modelMax ?? Number.MAX_SAFE_INTEGER);
+      const affordable = Math.min(affordableOutputTokens(input.model.pricing, promptTokens, free, input.cacheWrites), modelMax ?? Number.MAX_SAFE_INTEGER);
       if (input.requestedMaxTokens === undefined && affordable >= 1 && attempt === 0) {
         maxTokens = affordable;
         continue;

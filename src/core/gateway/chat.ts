@@ -11,6 +11,7 @@ import type { ChatRequest, ChatResult, GatewayStreamEvent, StreamPart, Usage } f
 import type { Catalog } from '../catalog.js';
 import { CallAborted, GatewayError, isGatewayError } from '../errors.js';
 import { formatMicros } from '../money.js';
+import { mayWriteCache } from '../pricing.js';
 import { countPromptTokens, countTextTokens, promptTokenBound, promptTokenEstimate } from '../tokens.js';
 import { rateHeaders, type Admission, type Admitter } from './admission.js';
 import { inlineRemoteImages } from './images.js';
@@ -247,14 +248,22 @@ export class ChatService {
       });
     }
     const family = PROVIDER_FAMILIES[provider.type];
+    const fast = promptTokenBound(draft);
     const admission = await this.admitter.admit({
       requestId: ctx.requestId,
       accountId: ctx.accountId,
       apiKeyId: ctx.apiKeyId,
       rateLimit: ctx.rateLimit,
       model,
-      promptTokens: promptTokenBound(draft),
-      promptEstimate: () => promptTokenEstimate(draft, family.promptTokenMargin),
+      promptTokens: fast,
+      cacheWrites: mayWriteCache(draft),
+      // Only near a wallet's or budget's limit (admission.ts); logged, so an operator (and the
+      // benchmark) can see how often.
+      promptEstimate: async () => {
+        const tight = await promptTokenEstimate(draft, provider.tokenizer ? { ...family.promptTokenMargin, ...provider.tokenizer } : family.promptTokenMargin);
+        this.logger.info({ req_id: ctx.requestId, model: model.id, fast, tight }, 'tight prompt bound');
+        return tight;
+      },
       requestedMaxTokens: draft.maxTokens,
       maxTokensField: draft.maxTokensField ?? 'max_tokens',
     });

@@ -6,6 +6,7 @@ import {
   randomId,
   resolveReply,
   ScenarioError,
+  type PromptText,
   type CanonicalFinish,
   type Reply,
   type ResolvedUsage,
@@ -106,6 +107,16 @@ function errorBody(status: number, message: string | undefined, requestId: strin
 /** A version-2026 client may put `system` turns inside `messages` (SDK 1.x `SystemMessageParam`). */
 function allowsSystemRole(version: string): boolean {
   return version >= '2026-10-21';
+}
+
+/** The billed prompt: system, every message's text and tool_use inputs, and the tool definitions. */
+function promptOf(system: unknown, messages: Array<Record<string, unknown>>, tools: unknown): PromptText {
+  let text = (tools === undefined ? '' : JSON.stringify(tools)) + blockText(system);
+  for (const m of messages) {
+    text += blockText(m.content);
+    for (const block of blocksOf(m.content)) if (block.type === 'tool_use') text += String(block.name) + JSON.stringify(block.input ?? {});
+  }
+  return { text, messages: messages.length };
 }
 
 function blockText(content: unknown): string {
@@ -282,8 +293,7 @@ export async function handleAnthropic(ex: Exchange): Promise<void> {
     throw error;
   }
   const scenario = ex.scenarioFor(directive);
-  const promptChars = blockText(body.system).length + messages.reduce((sum, m) => sum + blockText(m.content).length, 0);
-  const reply = resolveReply(scenario, 'anthropic', model, promptChars);
+  const reply = resolveReply(scenario, 'anthropic', model, promptOf(body.system, messages, body.tools));
   const id = `msg_01${randomId(22)}`;
   const toolIds = reply.toolCalls.map((call) => call.id ?? `toolu_01${randomId(22)}`);
   await ex.respond({

@@ -8,6 +8,7 @@ import {
   randomId,
   resolveReply,
   ScenarioError,
+  type PromptText,
   type CanonicalFinish,
   type Reply,
   type ResolvedUsage,
@@ -134,6 +135,20 @@ function field(record: Record<string, unknown>, camel: string, snake: string): u
 
 function partsOf(content: unknown): Record<string, unknown>[] {
   return isRecord(content) && Array.isArray(content.parts) ? content.parts.filter(isRecord) : [];
+}
+
+/** The billed prompt: the system instruction, every content's text and function calls, and the tool declarations. */
+function promptOf(body: Record<string, unknown>, contents: unknown[]): PromptText {
+  const tools = body.tools;
+  let text = (tools === undefined ? '' : JSON.stringify(tools)) + textOf(field(body, 'systemInstruction', 'system_instruction'));
+  for (const content of contents) {
+    text += textOf(content);
+    for (const part of partsOf(content)) {
+      const call = part.functionCall ?? part.function_call;
+      if (call !== undefined) text += JSON.stringify(call);
+    }
+  }
+  return { text, messages: contents.length };
 }
 
 function textOf(content: unknown): string {
@@ -321,8 +336,7 @@ export async function handleGemini(ex: Exchange, route: { model: string; action:
     throw error;
   }
   const scenario = ex.scenarioFor(directive);
-  const promptChars = textOf(field(body, 'systemInstruction', 'system_instruction')) + contents.map(textOf).join('');
-  const reply = resolveReply(scenario, 'gemini', route.model, promptChars.length);
+  const reply = resolveReply(scenario, 'gemini', route.model, promptOf(body, contents));
   const ids = { model: route.model, responseId: randomId(22, 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_') };
   const signed = needsSignatures(route.model);
   const sse = ex.url.searchParams.get('alt') === 'sse';

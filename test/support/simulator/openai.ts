@@ -7,6 +7,7 @@ import {
   randomId,
   resolveReply,
   ScenarioError,
+  type PromptText,
   type CanonicalFinish,
   type Reply,
   type ResolvedUsage,
@@ -107,6 +108,16 @@ function contentText(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
   return content.map((part: unknown) => (isRecord(part) && part.type === 'text' && typeof part.text === 'string' ? part.text : '')).join('');
+}
+
+/** The billed prompt: every message's text, the assistant's tool calls, and the tool definitions. */
+function promptOf(messages: Record<string, unknown>[], tools: unknown): PromptText {
+  let text = tools === undefined ? '' : JSON.stringify(tools);
+  for (const m of messages) {
+    text += contentText(m.content);
+    if (Array.isArray(m.tool_calls)) text += JSON.stringify(m.tool_calls);
+  }
+  return { text, messages: messages.length };
 }
 
 const ROLES = ['system', 'developer', 'user', 'assistant', 'tool', 'function'];
@@ -323,8 +334,7 @@ export async function handleOpenAI(ex: Exchange): Promise<void> {
     throw error;
   }
   const scenario = ex.scenarioFor(directive);
-  const promptChars = messages.reduce((sum, m) => sum + contentText(m.content).length, 0);
-  const reply = resolveReply(scenario, 'openai', model, promptChars);
+  const reply = resolveReply(scenario, 'openai', model, promptOf(messages, body.tools));
   const ids: Ids = {
     id: `chatcmpl-${randomId(29)}`,
     created: Math.floor(Date.now() / 1000),

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { completionTokens, promptTokens } from './tokens.js';
 
 /**
  * Scenario types, directive parsing and the small helpers shared by the three wire families of the
@@ -40,7 +41,8 @@ export interface Scenario {
   /** Canonical finish: OpenAI same name; Anthropic end_turn/max_tokens/tool_use/refusal; Gemini STOP/MAX_TOKENS/STOP/SAFETY. */
   finish?: CanonicalFinish;
   /**
-   * Default: input = max(1, ceil(prompt text chars / 4)), output = ceil((text + tool names/arguments) chars / 4).
+   * Default: the prompt's and the answer's tokens as the upstream's own tokenizer would count
+   * them, modelled on cl100k (tokens.ts).
    * 'omit': OpenAI has no usage (and no usage chunk), Gemini no usageMetadata; Anthropic always
    * reports usage, so it gets zeros.
    */
@@ -150,9 +152,15 @@ export function chunkText(text: string, size: number): string[] {
   return out;
 }
 
-/** Token estimate used by default usage: ceil(chars / 4). */
+/** A rough token count (ceil(chars / 4)), for the running counts of a stream's partial chunks. */
 export function estimateTokens(chars: number): number {
   return Math.ceil(chars / 4);
+}
+
+/** The prompt as an upstream bills it: all its text (tool definitions and calls included) and its message count. */
+export interface PromptText {
+  text: string;
+  messages: number;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -273,7 +281,7 @@ function toolArguments(args: Record<string, unknown> | string): { json: string; 
  * Turns a scenario into concrete reply data. Text defaults to the deterministic greeting, except
  * when the scenario has tool calls (then there is no text unless `text` is given).
  */
-export function resolveReply(scenario: Scenario, family: Family, model: string, promptChars: number): Reply {
+export function resolveReply(scenario: Scenario, family: Family, model: string, prompt: PromptText): Reply {
   const toolCalls: ReplyToolCall[] = (scenario.toolCalls ?? []).map((call) => {
     const { json, object } = toolArguments(call.arguments);
     const resolved: ReplyToolCall = { name: call.name, argumentsJson: json, argumentsObject: object };
@@ -288,10 +296,10 @@ export function resolveReply(scenario: Scenario, family: Family, model: string, 
     const u = scenario.usage;
     usage = { input: u.input, output: u.output, cacheRead: u.cacheRead ?? 0, cacheWrite: u.cacheWrite ?? 0, reasoning: u.reasoning ?? 0 };
   } else {
-    const toolChars = toolCalls.reduce((sum, call) => sum + call.name.length + call.argumentsJson.length, 0);
+    const toolText = toolCalls.map((call) => call.name + call.argumentsJson).join('');
     usage = {
-      input: Math.max(1, estimateTokens(promptChars)),
-      output: estimateTokens(text.length + toolChars),
+      input: promptTokens(family, model, prompt),
+      output: completionTokens(family, model, text + toolText),
       cacheRead: 0,
       cacheWrite: 0,
       reasoning: 0,
