@@ -56,6 +56,9 @@ async function countSliced(count: CountTokens, text: string, budget: { chars: nu
     if (end < text.length) {
       const space = text.lastIndexOf(' ', end);
       end = space > start ? space : start + WORD;
+      // Never between the two halves of a surrogate pair (an emoji would count as two bad halves).
+      const unit = text.charCodeAt(end - 1);
+      if (unit >= 0xd800 && unit <= 0xdbff) end += 1;
     }
     tokens += count(text.slice(start, end));
     budget.chars += end - start;
@@ -94,11 +97,14 @@ function messageBytes(message: Message): number {
 type PromptParts = Pick<ChatRequest, 'messages' | 'tools' | 'responseFormat'>;
 
 /**
- * The fast prompt bound, without tokenizing: a BPE token is at least one byte of UTF-8, so
- * bytes bound tokens for every family's tokenizer; images and framing get fixed allowances.
- * Cheap enough for every call; used for the wallet hold, never for the bill. For prose it is
- * about 4 times the real count, which is why admission tries promptTokenEstimate before it
- * refuses a call.
+ * The fast prompt bound, without tokenizing: a byte-level BPE token is at least one byte of
+ * UTF-8, so bytes bound tokens (measured: cl100k, o200k, Llama 3, DeepSeek, Mistral's Tekken,
+ * Gemma); images and framing get fixed allowances. A tokenizer that normalizes text first
+ * (NFKC in the legacy Claude one, NFC in Qwen's) can count more than bytes for rare
+ * compatibility characters (a 3-byte ligature as 15 tokens); the charge is capped at the hold
+ * whatever happens (settlement.ts). Cheap enough for every call; used for the wallet hold,
+ * never for the bill. For prose it is about 4 times the real count, which is why admission
+ * tries promptTokenEstimate before it refuses a call.
  */
 export function promptTokenBound(request: PromptParts): number {
   let bytes = CALL_OVERHEAD;
@@ -124,13 +130,29 @@ export interface PromptTokenMargin {
   toolsOverhead: number;
 }
 
-function countDigits(text: string): number {
+/**
+ * Long runs of one character (40,000 spaces, newlines, `=`): cl100k packs them into few
+ * tokens, other vocabularies do not (measured: o200k 2 times cl100k on newlines, Gemma 8 on
+ * spaces, Mistral's SentencePiece 32 on newlines, a token each). Such runs are rare in real
+ * prompts and counted at a token per character, which every measured tokenizer stays under.
+ */
+const LONG_RUN = 32;
+
+/** The digits of `text`, and the characters in runs of LONG_RUN or more of one character. */
+function scanText(text: string): { digits: number; runChars: number } {
   let digits = 0;
+  let runChars = 0;
+  let run = 1;
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i);
     if (code >= 48 && code <= 57) digits += 1;
+    if (i > 0 && code === text.charCodeAt(i - 1)) {
+      run += 1;
+      if (run === LONG_RUN) runChars += LONG_RUN;
+      else if (run > LONG_RUN) runChars += 1;
+    } else run = 1;
   }
-  return digits;
+  return { digits, runChars };
 }
 
 /**
@@ -152,10 +174,11 @@ export async function promptTokenEstimate(request: PromptParts, margin: PromptTo
   const count = await loadCounter();
   const budget = { chars: 0 };
   let tokens = 0;
-  let digits = 0;
+  let extra = 0;
   const add = async (text: string): Promise<void> => {
     tokens += await countSliced(count, text, budget);
-    if (margin.splitDigits) digits += countDigits(text);
+    const scan = scanText(text);
+    extra += scan.runChars + (margin.splitDigits ? scan.digits : 0);
   };
   let fixed = ESTIMATE_CALL_OVERHEAD;
   for (const message of request.messages) {
@@ -178,7 +201,7 @@ export async function promptTokenEstimate(request: PromptParts, margin: PromptTo
     await add(JSON.stringify(request.tools));
   }
   if (request.responseFormat) await add(JSON.stringify(request.responseFormat));
-  const estimate = Math.ceil(tokens * margin.ratio) + digits + fixed;
+  const estimate = Math.ceil(tokens * margin.ratio) + extra + fixed;
   return Math.min(estimate, promptTokenBound(request));
 }
 

@@ -94,6 +94,22 @@ t.test('a tokenizer that splits digits: one more token per digit', async (t) => 
   t.equal(capped, promptTokenBound({ messages: [user(numbers)] }), 'capped at the byte bound');
 });
 
+t.test('long runs of one character count a token each; shorter ones as the tokenizer counts them', async (t) => {
+  const margin = { ratio: 1, splitDigits: false, toolsOverhead: 0 };
+  const base = await promptTokenEstimate({ messages: [user('See below.')] }, margin);
+  const newlines = await promptTokenEstimate({ messages: [user(`See below.${'\n'.repeat(40_000)}`)] }, margin);
+  t.ok(newlines - base >= 40_000, `40,000 newlines (a single-digit count in cl100k) hold at least 40,000 tokens (${newlines - base})`);
+  const code = 'function f(x) {\n    return x + 1;\n}\n'.repeat(200);
+  t.equal(await promptTokenEstimate({ messages: [user(code)] }, margin), (await countTextTokens(code)) + 4 + 8, 'indentation and line ends of real code add nothing');
+});
+
+t.test('a cut inside a run never splits a surrogate pair', async (t) => {
+  // No spaces: cut every 32 code units, which would fall between the halves of the 17th emoji.
+  const emoji = Array.from({ length: 3000 }, (_, i) => String.fromCodePoint(0x1f300 + ((i * 37) % 700))).join('');
+  const counted = await countTextTokens(emoji);
+  t.ok(counted >= exact(emoji), `no undercount against the whole text (${counted} vs ${exact(emoji)})`);
+});
+
 t.test('images count their allowance in both bounds; tool calls and results count their text', async (t) => {
   const messages: Message[] = [
     { role: 'user', content: [{ type: 'text', text: 'look' }, { type: 'image', source: { kind: 'url', url: 'https://example.com/a.png' } }] },

@@ -9,7 +9,7 @@ export const anthropicFamily: ProviderFamily = {
   fetchesImageUrls: true,
   /**
    * Claude 3 and later tokenizers are not published. The legacy Claude tokenizer
-   * (@anthropic-ai/tokenizer) counts a median 1.06 and p95 1.27 times cl100k on 104 samples of
+   * (@anthropic-ai/tokenizer) counts a median 1.06 and p95 1.27 times cl100k on 97 samples of
    * natural text and code (max 1.81, on Thai); published comparisons of Claude 3.5 Sonnet with
    * GPT-4o (whose o200k counts as cl100k on such text) found 16% more tokens on English, 21% on
    * math and 30% on Python. 1.35 covers those with headroom; a prompt that tokenizes worse
