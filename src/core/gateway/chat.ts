@@ -260,9 +260,15 @@ export class ChatService {
       // Only near a wallet's or budget's limit (admission.ts); logged, so an operator (and the
       // benchmark) can see how often.
       promptEstimate: async () => {
-        const tight = await promptTokenEstimate(draft, provider.tokenizer ? { ...family.promptTokenMargin, ...provider.tokenizer } : family.promptTokenMargin);
-        this.logger.info({ req_id: ctx.requestId, model: model.id, fast, tight }, 'tight prompt bound');
-        return tight;
+        try {
+          const tight = await promptTokenEstimate(draft, provider.tokenizer ? { ...family.promptTokenMargin, ...provider.tokenizer } : family.promptTokenMargin);
+          this.logger.info({ req_id: ctx.requestId, model: model.id, fast, tight }, 'tight prompt bound');
+          return tight;
+        } catch (error) {
+          // The tokenizer failed to load: the fast bound decides (a 402 rather than a 503).
+          this.logger.error({ err: error, req_id: ctx.requestId }, 'could not compute the tight prompt bound');
+          return fast;
+        }
       },
       requestedMaxTokens: draft.maxTokens,
       maxTokensField: draft.maxTokensField ?? 'max_tokens',
