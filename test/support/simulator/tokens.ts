@@ -1,4 +1,4 @@
-import { countTokens } from 'gpt-tokenizer/encoding/cl100k_base';
+import { countTokens, setMergeCacheSize } from 'gpt-tokenizer/encoding/cl100k_base';
 import type { Family } from './scenario.js';
 
 /**
@@ -56,9 +56,28 @@ function cl100k(text: string): number {
   return tokens;
 }
 
+// The benchmark sends the same few prompts thousands of times a second: a simulator that
+// tokenized each would take CPU from the processes it measures. Short texts' cl100k counts are
+// remembered (a bounded map, cleared when full), and the tokenizer's own cache kept small.
+setMergeCacheSize(10_000);
+const remembered = new Map<string, number>();
+const REMEMBER_UP_TO = 4096;
+const REMEMBER_ENTRIES = 2048;
+
+function cl100kRemembered(text: string): number {
+  if (text.length > REMEMBER_UP_TO) return cl100k(text);
+  let tokens = remembered.get(text);
+  if (tokens === undefined) {
+    if (remembered.size >= REMEMBER_ENTRIES) remembered.clear();
+    tokens = cl100k(text);
+    remembered.set(text, tokens);
+  }
+  return tokens;
+}
+
 function textTokens(model: TokenModel, text: string): number {
   if (text === '') return 0;
-  let tokens = Math.ceil(cl100k(text) * model.ratio);
+  let tokens = Math.ceil(cl100kRemembered(text) * model.ratio);
   if (model.splitDigits) {
     let digits = 0;
     for (let i = 0; i < text.length; i++) {
