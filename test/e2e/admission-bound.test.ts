@@ -50,19 +50,25 @@ async function wallet(micros: number): Promise<FundedKey> {
   return fundedKey(gw, { balance: inr(micros) });
 }
 
+/** A call from a wallet with room to spare (the fast bound fits, nothing is tokenized): what it really costs. */
+async function realCall(model: string, prompt: string, maxTokens: number) {
+  const rich = await wallet(100_000_000);
+  const first = await chat(rich.key, model, prompt, maxTokens);
+  const row = usageRow(gw, header(first, 'x-request-id'));
+  return { first, row, cost: row?.costMicros ?? 0, outputTokens: Number(first.json?.usage?.completion_tokens) };
+}
+
 t.test('the fast bound alone would refuse: it holds over 3 times the real cost of a long prompt', async (t) => {
   // The case that motivated the tight bound: a 60 KB prompt to a Claude model.
   const model = 'anthropic/claude-sonnet-4-5';
-  const rich = await wallet(100_000_000);
-  const first = await chat(rich.key, model, LONG, 64);
+  const { first, cost, outputTokens } = await realCall(model, LONG, 64);
   t.equal(first.status, 200, first.text.slice(0, 200));
-  const cost = usageRow(gw, header(first, 'x-request-id'))?.costMicros ?? 0;
   const pricing = gw.app.catalog.get(model)?.pricing;
   if (!pricing) throw new Error(`${model} is not in the catalog`);
-  const fastHold = worstCaseMicros(pricing, promptTokenBound({ messages: [{ role: 'user', content: [{ type: 'text', text: LONG }] }] }), Number(first.json.usage.completion_tokens), false);
+  const fastHold = worstCaseMicros(pricing, promptTokenBound({ messages: [{ role: 'user', content: [{ type: 'text', text: LONG }] }] }), outputTokens, false);
   t.ok(fastHold > 3 * cost, `the byte bound alone holds ${fastHold} µINR against a real cost of ${cost}`);
   const funded = await wallet(Math.ceil(cost * 1.3));
-  const answered = await chat(funded.key, model, LONG, Number(first.json.usage.completion_tokens));
+  const answered = await chat(funded.key, model, LONG, outputTokens);
   t.equal(answered.status, 200, `admitted with 1.3 times the real cost (${answered.text.slice(0, 200)})`);
   t.notOk(tightLogged(header(first, 'x-request-id')), 'a call far from the limit never tokenizes');
   const logged = tightLogged(header(answered, 'x-request-id'));
@@ -75,13 +81,8 @@ for (const [kind, prompt] of [
 ] as const) {
   t.test(`${kind} prompt, every catalog chat model: 1.3 times the real cost is admitted, less than it is refused`, async (t) => {
     for (const model of CHAT_MODELS) {
-      // The real cost, from a wallet with room to spare (the fast bound fits: no tokenizing).
-      const rich = await wallet(100_000_000);
-      const first = await chat(rich.key, model.id, prompt, 64);
+      const { first, row, cost, outputTokens } = await realCall(model.id, prompt, 64);
       t.equal(first.status, 200, `${model.id}: ${first.text.slice(0, 200)}`);
-      const row = usageRow(gw, header(first, 'x-request-id'));
-      const cost = row?.costMicros ?? 0;
-      const outputTokens = Number(first.json?.usage?.completion_tokens);
       t.ok(cost > 0 && outputTokens > 0, `${model.id}: a real cost (${cost} µINR, ${first.json?.usage?.prompt_tokens} + ${outputTokens} tokens)`);
       t.equal(row?.unchargedMicros, 0, `${model.id}: nothing above the hold`);
 
@@ -109,9 +110,7 @@ for (const [kind, prompt] of [
 
 t.test('the 402 names the largest max_tokens by the bound that decided, and that max_tokens is admitted', async (t) => {
   const model = 'openai/gpt-4o-mini';
-  const rich = await wallet(100_000_000);
-  const first = await chat(rich.key, model, LONG, 64);
-  const cost = usageRow(gw, header(first, 'x-request-id'))?.costMicros ?? 0;
+  const { cost } = await realCall(model, LONG, 64);
   const funded = await wallet(cost * 2);
   const refused = await chat(funded.key, model, LONG, 16_000);
   t.equal(refused.status, 402);
@@ -126,9 +125,7 @@ t.test('the 402 names the largest max_tokens by the bound that decided, and that
 
 t.test('without max_tokens near the limit, the gateway sends the most the tight bound leaves', async (t) => {
   const model = 'gemini/gemini-2.5-flash';
-  const rich = await wallet(100_000_000);
-  const first = await chat(rich.key, model, LONG, 64);
-  const cost = usageRow(gw, header(first, 'x-request-id'))?.costMicros ?? 0;
+  const { cost } = await realCall(model, LONG, 64);
   const funded = await wallet(cost * 2);
   const res = await postJson(`${gw.url}/v1/chat/completions`, { authorization: `Bearer ${funded.key}` }, { model, messages: [{ role: 'user', content: LONG }] });
   t.equal(res.status, 200, res.text.slice(0, 200));
@@ -141,10 +138,7 @@ t.test('without max_tokens near the limit, the gateway sends the most the tight 
 
 t.test('concurrent calls near the limit never overspend with the tight bound', async (t) => {
   const model = 'anthropic/claude-haiku-4-5';
-  const rich = await wallet(100_000_000);
-  const first = await chat(rich.key, model, LONG, 32);
-  const cost = usageRow(gw, header(first, 'x-request-id'))?.costMicros ?? 0;
-  const outputTokens = Number(first.json.usage.completion_tokens);
+  const { cost, outputTokens } = await realCall(model, LONG, 32);
   const pricing = gw.app.catalog.get(model)?.pricing;
   if (!pricing) throw new Error(`${model} is not in the catalog`);
   const messages: Message[] = [{ role: 'user', content: [{ type: 'text', text: LONG }] }];

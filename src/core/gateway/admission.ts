@@ -100,7 +100,8 @@ export class Admitter {
     // states the wallet as it is; and the prompt is bounded again with the tokenizer (the
     // tight bound), which is about a quarter of the byte bound for prose.
     let drained = false;
-    let tightened = input.promptEstimate === undefined;
+    const estimate = input.promptEstimate;
+    let tightened = false;
     hold.amountMicros = worstCaseMicros(input.model.pricing, promptTokens, maxTokens, input.cacheWrites);
     const first = await this.rateAndHold(input.apiKeyId, input.rateLimit, input.requestId, hold);
     const rate = first.rate;
@@ -133,9 +134,9 @@ export class Admitter {
         attempt -= 1;
         continue;
       }
-      if (!tightened) {
+      if (!tightened && estimate) {
         tightened = true;
-        const tight = await (input.promptEstimate as () => Promise<number>)();
+        const tight = await estimate();
         if (tight < promptTokens) {
           promptTokens = tight;
           attempt -= 1;

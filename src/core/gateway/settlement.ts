@@ -113,9 +113,6 @@ export class Settlement {
     }
   }
 
-  /** Calls since start whose cost went past their hold (charged the hold; the rest is on their usage row). */
-  overHoldCalls = 0;
-
   /** Settled calls waiting for their batch (for readiness and tests). */
   get backlog(): number {
     return this.pending.length;
@@ -132,18 +129,13 @@ export class Settlement {
     try {
       const usage = input.usage;
       cost = usage ? costMicros(input.model.pricing, usage) : 0;
-      let uncharged = 0;
-      if (cost > input.hold.amountMicros) {
-        // The hold was priced with a prompt bound the provider's count went past (the tight
-        // bound's margin was too small for this prompt): never charge past the hold, so no
-        // wallet or budget is overspent; keep the difference on the usage row and count it.
-        uncharged = cost - input.hold.amountMicros;
+      // The provider counted past the prompt bound the hold was priced with: never charge past
+      // the hold (no wallet or budget is overspent); the difference stays on the usage row
+      // (uncharged_micros), where such calls are counted.
+      const uncharged = Math.max(0, cost - input.hold.amountMicros);
+      if (uncharged > 0) {
         cost = input.hold.amountMicros;
-        this.overHoldCalls += 1;
-        this.logger.warn(
-          { req_id: input.requestId, cost: cost + uncharged, hold: cost, uncharged, model: input.model.id, input_tokens: usage?.inputTokens, over_hold_calls: this.overHoldCalls },
-          'cost above the hold: charged the hold',
-        );
+        this.logger.warn({ req_id: input.requestId, cost: cost + uncharged, hold: cost, uncharged, model: input.model.id, input_tokens: usage?.inputTokens }, 'cost above the hold: charged the hold');
       }
       const now = Date.now();
       row = {
