@@ -13,6 +13,8 @@ import { UsageService } from './core/management/usage.js';
 import { WalletService } from './core/management/wallet.js';
 import { Admitter } from './core/gateway/admission.js';
 import { ChatService } from './core/gateway/chat.js';
+import { HostedImages } from './core/gateway/hosted-images.js';
+import { MediaService } from './core/gateway/media.js';
 import { Settlement } from './core/gateway/settlement.js';
 import { MemoryHoldStore, RedisHoldStore, type HoldStore } from './core/limits/holds.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './core/limits/rate-limit.js';
@@ -38,6 +40,8 @@ export interface App {
   readonly upstream: UpstreamClient;
   readonly settlement: Settlement;
   readonly chat: ChatService;
+  readonly media: MediaService;
+  readonly hostedImages: HostedImages;
 }
 
 /** Shutdown state, and hooks that end long-lived responses (SSE streams) when it begins. */
@@ -80,7 +84,10 @@ export function createApp(config: GatewayConfig, store: Store, redis: Redis | un
   const catalog = new Catalog(config.models);
   const upstream = new UpstreamClient();
   const settlement = new Settlement(store, holds, usage, logger, { applyDelayMs: config.database.billingBatchMs });
-  const chat = new ChatService(config, catalog, new Admitter(store, limiter, holds, redisHolds && ((keyId, limit, requestId, hold) => redisHolds.acquireIfAdmitted(keyId, limit, requestId, hold))), settlement, upstream, logger);
+  const admitter = new Admitter(store, limiter, holds, redisHolds && ((keyId, limit, requestId, hold) => redisHolds.acquireIfAdmitted(keyId, limit, requestId, hold)));
+  const chat = new ChatService(config, catalog, admitter, settlement, upstream, logger);
+  const hostedImages = new HostedImages(config.database.path, logger);
+  const media = new MediaService(config, catalog, admitter, settlement, upstream, hostedImages, logger);
   return {
     config,
     logger,
@@ -99,5 +106,7 @@ export function createApp(config: GatewayConfig, store: Store, redis: Redis | un
     upstream,
     settlement,
     chat,
+    media,
+    hostedImages,
   };
 }

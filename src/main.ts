@@ -117,7 +117,8 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       }
       flushLastUsed(app);
       // Streams cut at the timeout settle (as 499) once their connections have closed.
-      await app.chat.settled(2000);
+      await Promise.all([app.chat.settled(2000), app.media.settled(2000)]);
+      app.hostedImages.close();
       await app.settlement.close();
       app.holds.close();
       await app.upstream.close();

@@ -85,6 +85,10 @@ export function presentUsage(record: UsageRecord, names: UsageNames = { accountE
     output_tokens: record.outputTokens,
     cache_read_tokens: record.cacheReadTokens,
     cache_write_tokens: record.cacheWriteTokens,
+    // The billed quantity in its unit: tokens (chat, embeddings), characters (speech),
+    // seconds (transcription), images.
+    unit: record.unit,
+    units: record.units,
     cost: microsToInr(record.costMicros),
     // What the provider billed beyond the call's hold, not charged (0 for almost every call).
     uncharged: microsToInr(record.unchargedMicros),
@@ -138,6 +142,21 @@ export function presentCatalogModel(model: ModelConfig) {
       input_per_1m_chars: price(p.inputPer1MChars),
       per_minute: price(p.perMinute),
       per_image: price(p.perImage),
+      image_prices: p.imagePrices ? Object.fromEntries(Object.entries(p.imagePrices).map(([key, micros]) => [key, microsToInr(micros)])) : null,
+      // What a call of this model is billed in (speech per character, transcription per second).
+      billed_in: BILLED_IN[model.type],
     },
+    ...(model.embedding ? { embedding: { dimensions: model.embedding.dimensions, min_dimensions: model.embedding.minDimensions ?? null, max_inputs: model.embedding.maxInputs } } : {}),
+    ...(model.speech ? { speech: { formats: model.speech.formats, speed_min: model.speech.speedMin, speed_max: model.speech.speedMax, instructions: model.speech.instructions } } : {}),
+    ...(model.transcription ? { transcription: { response_formats: model.transcription.responseFormats, timestamps: model.transcription.timestamps, min_billed_seconds: model.transcription.minBilledSeconds } } : {}),
+    ...(model.image ? { image: { sizes: model.image.sizes, qualities: model.image.qualities, max_images: model.image.maxImages } } : {}),
   };
 }
+
+const BILLED_IN: Record<ModelConfig['type'], 'tokens' | 'characters' | 'seconds' | 'images'> = {
+  chat: 'tokens',
+  embedding: 'tokens',
+  speech: 'characters',
+  transcription: 'seconds',
+  image: 'images',
+};

@@ -34,6 +34,8 @@ export const DEFAULT_RAW_CONFIG = {
     // 1.34: give those ratio 1.35.
     mistral: { type: 'openai', base_url: 'https://api.mistral.ai/v1', api_key: '${MISTRAL_API_KEY}', tokenizer: { ratio: 1.15, split_digits: true } },
     deepseek: { type: 'openai', base_url: 'https://api.deepseek.com/v1', api_key: '${DEEPSEEK_API_KEY}' },
+    // Speech (Aura-2, /v1/speak) and transcription (Nova, /v1/listen); no chat.
+    deepgram: { type: 'deepgram', base_url: 'https://api.deepgram.com', api_key: '${DEEPGRAM_API_KEY}' },
   },
   models: [],
 } as const;

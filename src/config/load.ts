@@ -20,7 +20,7 @@ import {
   type Raw,
 } from './fields.js';
 import { interpolateEnv } from './interpolate.js';
-import { PROVIDER_TYPES, type GatewayConfig, type ModelConfig, type OutboundConfig, type ProviderConfig } from './types.js';
+import { PROVIDER_TYPES, type GatewayConfig, type ProviderType, type ModelConfig, type OutboundConfig, type ProviderConfig } from './types.js';
 
 /** YAML ► ${ENV} interpolation ► defaults ► validation with path-precise messages ► frozen object. */
 
@@ -102,7 +102,7 @@ export function buildConfig(userRaw: unknown, options: BuildOptions): GatewayCon
   const problems = new Problems(unset);
   problems.lines.push(...topProblems.lines);
 
-  const server = readSection(raw.server, 'server', ['host', 'port', 'max_body_size', 'shutdown_timeout', 'trust_proxy'], problems);
+  const server = readSection(raw.server, 'server', ['host', 'port', 'max_body_size', 'shutdown_timeout', 'trust_proxy', 'public_url'], problems);
   const database = readSection(raw.database, 'database', ['path', 'busy_timeout', 'billing_batch_window'], problems);
   const redis = readSection(raw.redis, 'redis', ['url', 'key_prefix'], problems);
   const auth = readSection(raw.auth, 'auth', ['jwt_secret', 'session_ttl', 'bcrypt_rounds', 'allow_signup', 'cookie_secure', 'login'], problems);
@@ -117,7 +117,7 @@ export function buildConfig(userRaw: unknown, options: BuildOptions): GatewayCon
   if (jwtSecret !== undefined && jwtSecret.length < 32) problems.add('auth.jwt_secret', 'must be at least 32 characters');
 
   const providers = readProviders(raw.providers, problems);
-  const models = readModels(raw, catalog, new Set(Object.keys(providers)), options.baseDir, problems);
+  const models = readModels(raw, catalog, new Map(Object.values(providers).map((p) => [p.name, p.type])), options.baseDir, problems);
 
   const config: GatewayConfig = {
     server: {
@@ -126,6 +126,7 @@ export function buildConfig(userRaw: unknown, options: BuildOptions): GatewayCon
       maxBodyBytes: readSize(server, 'max_body_size', 'server', problems, 25 * 1024 * 1024, 1024, 512 * 1024 * 1024),
       shutdownTimeoutMs: readDuration(server, 'shutdown_timeout', 'server', problems, 10_000, 0),
       trustProxy: readBool(server, 'trust_proxy', 'server', problems, false),
+      publicUrl: readUrl(server, 'public_url', 'server', problems, false)?.replace(/\/+$/, ''),
     },
     database: {
       path: dbPath === ':memory:' ? dbPath : resolve(options.baseDir, dbPath),
@@ -320,7 +321,7 @@ function readHeaders(raw: unknown, path: string, problems: Problems): Record<str
   return out;
 }
 
-function readModels(raw: Raw, catalog: Raw, providerNames: ReadonlySet<string>, baseDir: string, problems: Problems): ModelConfig[] {
+function readModels(raw: Raw, catalog: Raw, providerTypes: ReadonlyMap<string, ProviderType>, baseDir: string, problems: Problems): ModelConfig[] {
   const catalogPath = readString(catalog, 'path', 'catalog', problems) ?? 'builtin';
   let base: ReturnType<typeof toSourcedEntries> = [];
   if (catalogPath !== 'none') {
@@ -341,7 +342,7 @@ function readModels(raw: Raw, catalog: Raw, providerNames: ReadonlySet<string>, 
   const entries = mergeModelEntries(base, overrides, problems);
   const models: ModelConfig[] = [];
   for (const entry of entries) {
-    const model = parseModel(entry, providerNames, CATALOG_CREATED, problems);
+    const model = parseModel(entry, providerTypes, CATALOG_CREATED, problems);
     if (model) models.push(model);
   }
   return models;

@@ -1,7 +1,9 @@
 /** The validated, frozen configuration every part of the daemon reads. */
 
-export type ProviderType = 'openai' | 'anthropic' | 'gemini';
-export const PROVIDER_TYPES: readonly ProviderType[] = ['openai', 'anthropic', 'gemini'];
+export type ProviderType = 'openai' | 'anthropic' | 'gemini' | 'deepgram';
+export const PROVIDER_TYPES: readonly ProviderType[] = ['openai', 'anthropic', 'gemini', 'deepgram'];
+/** The provider types with a chat wire (Deepgram serves speech and transcription only). */
+export type ChatProviderType = Exclude<ProviderType, 'deepgram'>;
 
 export type ModelType = 'chat' | 'embedding' | 'speech' | 'transcription' | 'image';
 export const MODEL_TYPES: readonly ModelType[] = ['chat', 'embedding', 'speech', 'transcription', 'image'];
@@ -54,8 +56,57 @@ export interface ModelPricing {
   inputPer1MChars?: number;
   /** transcription: per minute of audio, µINR. */
   perMinute?: number;
-  /** image: per generated image, µINR. */
+  /** image: per generated image, µINR (the price of a size and quality imagePrices does not name). */
   perImage?: number;
+  /** image: µINR per image by `<size>/<quality>` or `<size>`, looked up in that order. */
+  imagePrices?: Readonly<Record<string, number>>;
+}
+
+export type SpeechFormat = 'mp3' | 'opus' | 'aac' | 'flac' | 'wav' | 'pcm';
+export const SPEECH_FORMATS: readonly SpeechFormat[] = ['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm'];
+export type TranscriptionFormat = 'json' | 'text' | 'srt' | 'vtt' | 'verbose_json';
+export const TRANSCRIPTION_FORMATS: readonly TranscriptionFormat[] = ['json', 'text', 'srt', 'vtt', 'verbose_json'];
+
+/** What an embedding model takes (catalog keys in config/models.yaml). */
+export interface EmbeddingSpec {
+  /** The vector length it returns by default. */
+  dimensions: number;
+  /** The smallest `dimensions` it can be asked for; absent when it takes no `dimensions`. */
+  minDimensions?: number;
+  /** Inputs per request. */
+  maxInputs: number;
+  /** Whether it takes inputs as token arrays (OpenAI's own models). */
+  tokenArrays: boolean;
+}
+
+export interface SpeechSpec {
+  formats: readonly SpeechFormat[];
+  speedMin: number;
+  speedMax: number;
+  /** Whether it takes `instructions` (a voice direction). */
+  instructions: boolean;
+}
+
+export interface TranscriptionSpec {
+  responseFormats: readonly TranscriptionFormat[];
+  /** Whether it takes `timestamp_granularities[]`. */
+  timestamps: boolean;
+  /** The vendor's minimum billed duration per request (Groq: 10 s). */
+  minBilledSeconds: number;
+}
+
+export interface ImageSpec {
+  sizes: readonly string[];
+  defaultSize: string;
+  /** Empty: the model takes no `quality`. */
+  qualities: readonly string[];
+  defaultQuality?: string;
+  maxImages: number;
+  styles: boolean;
+  /** Whether the upstream can answer with URLs of its own (dall-e); otherwise the gateway hosts the images it must give as URLs. */
+  urlOutput: boolean;
+  /** The most prompt characters (also its context_window). */
+  maxPromptChars: number;
 }
 
 export interface ModelConfig {
@@ -67,6 +118,10 @@ export interface ModelConfig {
   contextWindow?: number;
   maxOutputTokens?: number;
   pricing: ModelPricing;
+  embedding?: EmbeddingSpec;
+  speech?: SpeechSpec;
+  transcription?: TranscriptionSpec;
+  image?: ImageSpec;
   /** Unix seconds, for the OpenAI list shape; defaults to the catalog's date. */
   created: number;
 }
@@ -91,6 +146,11 @@ export interface GatewayConfig {
     shutdownTimeoutMs: number;
     /** Trust `x-forwarded-for` for the client address (only behind a proxy you run). */
     trustProxy: boolean;
+    /**
+     * The address clients reach the gateway at (`https://llm.example.com`), for the URLs of
+     * images it hosts; absent: the request's Host (and X-Forwarded-Proto/Host with trust_proxy).
+     */
+    publicUrl: string | undefined;
   };
   database: {
     path: string;

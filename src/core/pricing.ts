@@ -69,3 +69,42 @@ export function affordableOutputTokens(pricing: ModelPricing, promptTokens: numb
   const tokens = budget / perToken;
   return tokens > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(tokens);
 }
+
+// ---- Media: the units each kind is billed in ------------------------------------------------
+
+/** Speech: µINR for `characters` at the per-1M-characters price, rounded up once. */
+export function speechCostMicros(pricing: ModelPricing, characters: number): number {
+  return ceilDiv(BigInt(characters) * BigInt(pricing.inputPer1MChars ?? 0), MILLION);
+}
+
+/** Transcription: whole seconds billed for a duration (nearest second, at least 1 and at least the vendor's minimum). */
+export function billedSeconds(durationSeconds: number, minimumSeconds: number): number {
+  return Math.max(1, minimumSeconds, Math.round(durationSeconds));
+}
+
+/** Transcription: µINR for `seconds` at the per-minute price, rounded up once. */
+export function transcriptionCostMicros(pricing: ModelPricing, seconds: number): number {
+  return ceilDiv(BigInt(seconds) * BigInt(pricing.perMinute ?? 0), 60n);
+}
+
+/**
+ * Image: µINR per image of a size and quality: `<size>/<quality>`, then `<size>`, then the
+ * model's per-image price. `auto` (or an absent quality) is priced at the dearest the model
+ * can pick for it: that is what a hold must cover.
+ */
+export function imagePriceMicros(pricing: ModelPricing, size: string, quality: string | undefined): number {
+  const table = pricing.imagePrices ?? {};
+  const fallback = pricing.perImage ?? 0;
+  const exact = (s: string, q: string | undefined): number | undefined => (q !== undefined ? table[`${s}/${q}`] : undefined) ?? table[s];
+  const sizes = size === 'auto' ? [...new Set(Object.keys(table).map((key) => key.split('/')[0] as string))] : [size];
+  let dearest: number | undefined;
+  for (const s of sizes) {
+    if (quality !== undefined && quality !== 'auto') {
+      const price = exact(s, quality);
+      if (price !== undefined) dearest = Math.max(dearest ?? 0, price);
+      continue;
+    }
+    for (const [key, price] of Object.entries(table)) if (key === s || key.startsWith(`${s}/`)) dearest = Math.max(dearest ?? 0, price);
+  }
+  return dearest ?? fallback;
+}

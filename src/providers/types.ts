@@ -7,7 +7,10 @@ import type { SseEvent } from './shared/sse-parser.js';
 export interface UpstreamRequest {
   url: string;
   headers: Readonly<Record<string, string>>;
+  /** Sent as JSON, unless `rawBody` is given. */
   body: unknown;
+  /** Bytes sent as they are (a multipart form, an audio file); the headers carry their content type. */
+  rawBody?: Buffer;
   /** Canonical parameters this provider cannot take; dropped, and named to the client. */
   ignoredParams: string[];
 }

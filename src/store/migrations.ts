@@ -126,4 +126,15 @@ DROP INDEX usage_by_model;
 ALTER TABLE usage ADD COLUMN uncharged_micros INTEGER NOT NULL DEFAULT 0;
 `,
   },
+  {
+    version: 4,
+    name: 'usage: the unit a call is billed in and how many',
+    // Media calls are billed in characters (speech), seconds (transcription) or images; chat
+    // and embeddings in tokens (units = input + output tokens, as rows before this had).
+    sql: `
+ALTER TABLE usage ADD COLUMN unit TEXT NOT NULL DEFAULT 'tokens' CHECK (unit IN ('tokens', 'characters', 'seconds', 'images'));
+ALTER TABLE usage ADD COLUMN units INTEGER NOT NULL DEFAULT 0;
+UPDATE usage SET units = input_tokens + output_tokens;
+`,
+  },
 ];

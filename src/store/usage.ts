@@ -14,6 +14,10 @@ export interface UsageRecord {
   outputTokens: number;
   cacheReadTokens: number;
   cacheWriteTokens: number;
+  /** What the call is billed in: tokens (chat, embeddings), characters (speech), seconds (transcription), images. */
+  unit: string;
+  /** How many of `unit` it was billed for (chat: input plus output tokens). */
+  units: number;
   costMicros: number;
   /** What the provider's usage cost beyond the call's hold: not charged (the charge is capped at the hold). */
   unchargedMicros: number;
@@ -23,7 +27,8 @@ export interface UsageRecord {
   createdAt: number;
 }
 
-export type NewUsage = Omit<UsageRecord, 'id'>;
+/** A row to insert; without `unit`/`units` it is a token call (journal lines from before those columns). */
+export type NewUsage = Omit<UsageRecord, 'id' | 'unit' | 'units'> & { unit?: string; units?: number };
 
 interface UsageRow {
   id: number;
@@ -38,6 +43,8 @@ interface UsageRow {
   output_tokens: number;
   cache_read_tokens: number;
   cache_write_tokens: number;
+  unit: string;
+  units: number;
   cost_micros: number;
   uncharged_micros: number;
   status: number;
@@ -59,6 +66,8 @@ const toRecord = (row: UsageRow): UsageRecord => ({
   outputTokens: row.output_tokens,
   cacheReadTokens: row.cache_read_tokens,
   cacheWriteTokens: row.cache_write_tokens,
+  unit: row.unit,
+  units: row.units,
   costMicros: row.cost_micros,
   unchargedMicros: row.uncharged_micros,
   status: row.status,
@@ -91,8 +100,8 @@ export class UsageRepo {
     this.existsStmt = db.prepare('SELECT 1 FROM usage WHERE request_id = ?').pluck();
     this.insertStmt = db.prepare(
       `INSERT INTO usage (request_id, account_id, api_key_id, model, provider, endpoint, stream, input_tokens, output_tokens,
-         cache_read_tokens, cache_write_tokens, cost_micros, uncharged_micros, status, error_type, latency_ms, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         cache_read_tokens, cache_write_tokens, unit, units, cost_micros, uncharged_micros, status, error_type, latency_ms, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
   }
 
@@ -115,6 +124,9 @@ export class UsageRepo {
       usage.outputTokens,
       usage.cacheReadTokens,
       usage.cacheWriteTokens,
+      // Absent in journal lines written before the columns existed (all token calls then).
+      usage.unit ?? 'tokens',
+      usage.units ?? usage.inputTokens + usage.outputTokens,
       usage.costMicros,
       // Absent in journal lines written before the column existed.
       usage.unchargedMicros ?? 0,
@@ -123,7 +135,7 @@ export class UsageRepo {
       usage.latencyMs,
       usage.createdAt,
     );
-    return { ...usage, id: Number(result.lastInsertRowid) };
+    return { ...usage, unit: usage.unit ?? 'tokens', units: usage.units ?? usage.inputTokens + usage.outputTokens, id: Number(result.lastInsertRowid) };
   }
 
   /** Newest first. */

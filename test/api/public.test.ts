@@ -50,6 +50,8 @@ t.test('the model catalog: OpenAI shape on /v1/models, prices on /api/models', a
       input_per_1m_chars: null,
       per_minute: null,
       per_image: null,
+      image_prices: null,
+      billed_in: 'tokens',
     },
   });
   const byId = (id: string) => catalog.body.data.find((m: { id: string }) => m.id === id);
@@ -64,9 +66,11 @@ t.test('the model catalog: OpenAI shape on /v1/models, prices on /api/models', a
   }
   t.match(byId('openai/dall-e-3'), { context_window: 4000, context_window_unit: 'characters', input_cost_per_1m: 0, output_cost_per_1m: 0 });
   t.match(byId('openai/dall-e-2'), { context_window: 1000, context_window_unit: 'characters' });
-  t.match(byId('openai/gpt-image-1'), { context_window: 32000, context_window_unit: 'characters', input_cost_per_1m: 420, output_cost_per_1m: 3360 });
+  t.match(byId('openai/gpt-image-1'), { context_window: 32000, context_window_unit: 'characters', pricing: { billed_in: 'images', image_prices: { '1024x1024/high': 14.028 } }, image: { max_images: 10 } });
   t.match(byId('openai/tts-1'), { context_window: 4096, context_window_unit: 'characters' });
-  t.match(byId('openai/gpt-4o-transcribe'), { context_window: 16000, context_window_unit: 'tokens', input_cost_per_1m: 504, output_cost_per_1m: 840 });
+  t.match(byId('openai/gpt-4o-transcribe'), { context_window: 0, pricing: { per_minute: 0.504, billed_in: 'seconds' }, transcription: { response_formats: ['json', 'text'] } });
+  t.match(byId('deepgram/aura-2'), { type: 'speech', context_window: 2000, pricing: { input_per_1m_chars: 2520, billed_in: 'characters' }, speech: { speed_min: 0.7, speed_max: 1.5 } });
+  t.match(byId('openai/text-embedding-3-small'), { type: 'embedding', embedding: { dimensions: 1536, min_dimensions: 1 } });
   t.match(byId('openai/whisper-1'), { context_window: 0, context_window_unit: null }, 'whisper-1 has no context window: 0, not null');
 });
 

@@ -28,7 +28,7 @@ t.test('built-in defaults', async (t) => {
   t.equal(config.redis, undefined, 'no Redis unless configured');
   t.equal(config.auth.jwtSecret, undefined, 'secret generated later when not configured');
   t.equal(config.auth.sessionTtlSeconds, 7 * 86400);
-  t.same(Object.keys(config.providers).sort(), ['anthropic', 'deepseek', 'gemini', 'groq', 'mistral', 'openai']);
+  t.same(Object.keys(config.providers).sort(), ['anthropic', 'deepgram', 'deepseek', 'gemini', 'groq', 'mistral', 'openai']);
   t.equal(config.providers.anthropic?.anthropicVersion, '2023-06-01');
   t.same(config.providers.openai?.timeouts, { connectMs: 10_000, firstByteMs: 120_000, idleMs: 60_000 });
   t.ok(Object.isFrozen(config) && Object.isFrozen(config.server) && Object.isFrozen(config.models[0]), 'the config is frozen');
@@ -132,7 +132,7 @@ t.test('validation reports every problem with its path and rule', async (t) => {
     /^models\[0\]\.id: provider 'nowhere' is not configured under providers$/,
     /^models\[1\]\.input_cost_per_1m: must be >= 0/,
     /^models\[1\]\.output_cost_per_1m: is required for chat models/,
-    /^models\[2\]: a image model needs one of: cost_per_image, output_cost_per_1m$/,
+    /^models\[2\]: a image model needs one of: cost_per_image, image_prices$/,
     /^models\[3\]\.id: is required$/,
     /^models\[4\]\.cost: unknown key/,
   ];

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import type { ProviderConfig, ProviderType } from '../../src/config/types.js';
+import type { ChatProviderType, ProviderConfig, ProviderType } from '../../src/config/types.js';
 import type { ChatRequest, StreamPart } from '../../src/core/canonical.js';
 import { PROVIDER_FAMILIES } from '../../src/providers/registry.js';
 import { PACKAGE_ROOT } from '../../src/config/load.js';
@@ -51,7 +51,7 @@ for (const type of ['openai', 'anthropic', 'gemini'] as const) {
   });
 }
 
-const responses: [ProviderType, string][] = [
+const responses: [ChatProviderType, string][] = [
   ['openai', 'response-tools'],
   ['anthropic', 'response-tools'],
   ['anthropic', 'response-stop-sequence'],
@@ -67,7 +67,7 @@ for (const [type, name] of responses) {
   });
 }
 
-const streams: [ProviderType, string][] = [
+const streams: [ChatProviderType, string][] = [
   ['openai', 'parallel-tools'],
   ['openai', 'text-length'],
   ['anthropic', 'text-cached'],
@@ -88,7 +88,7 @@ for (const [type, name] of streams) {
 }
 
 t.test('a stream cut before its end is an upstream failure, not a short answer', async (t) => {
-  const cases: [ProviderType, string][] = [
+  const cases: [ChatProviderType, string][] = [
     ['openai', '{"choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}]}'],
     ['anthropic', '{"type":"message_start","message":{"usage":{"input_tokens":1,"output_tokens":1}}}'],
     ['gemini', '{"candidates":[{"content":{"role":"model","parts":[{"text":"Hi"}]},"index":0}]}'],
@@ -101,7 +101,7 @@ t.test('a stream cut before its end is an upstream failure, not a short answer',
 });
 
 t.test('upstream error events inside a stream', async (t) => {
-  const cases: [ProviderType, string][] = [
+  const cases: [ChatProviderType, string][] = [
     ['openai', '{"error":{"message":"boom","type":"server_error"}}'],
     ['anthropic', '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'],
     ['gemini', '{"error":{"code":500,"message":"boom","status":"INTERNAL"}}'],

@@ -106,6 +106,7 @@ export function simulatedProviders(simulatorUrl: string, key = 'sim-key'): Recor
     groq: { type: 'openai', base_url: `${simulatorUrl}/v1`, api_key: key, timeouts: fast },
     mistral: { type: 'openai', base_url: `${simulatorUrl}/v1`, api_key: key, timeouts: fast },
     deepseek: { type: 'openai', base_url: `${simulatorUrl}/v1`, api_key: key, timeouts: fast },
+    deepgram: { type: 'deepgram', base_url: simulatorUrl, api_key: key, timeouts: fast },
   };
 }
 

@@ -52,6 +52,9 @@ export interface UsageView {
   input_tokens: number;
   output_tokens: number;
   cache_read_tokens: number;
+  /** tokens, characters, seconds or images (absent from daemons before media calls). */
+  unit?: string;
+  units?: number;
   cost: number;
   status: number;
   error_type: string | null;

@@ -11,12 +11,19 @@ export const USAGE_COLUMNS: Column<UsageView>[] = [
   { title: 'ACCOUNT', value: (u) => u.account_email ?? u.account_id },
   { title: 'KEY', value: (u) => u.api_key_name ?? u.api_key_id ?? '' },
   { title: 'MODEL', value: (u) => u.model },
-  { title: 'IN', value: (u) => String(u.input_tokens), align: 'right' },
-  { title: 'OUT', value: (u) => String(u.output_tokens), align: 'right' },
+  { title: 'IN', value: (u) => (u.unit === 'tokens' || u.unit === undefined ? String(u.input_tokens) : unitsText(u)), align: 'right' },
+  { title: 'OUT', value: (u) => (u.unit === 'tokens' || u.unit === undefined ? String(u.output_tokens) : ''), align: 'right' },
   { title: 'COST', value: (u) => inr(u.cost), align: 'right' },
   { title: 'LATENCY', value: (u) => `${u.latency_ms} ms`, align: 'right' },
   { title: 'STATUS', value: (u) => (u.error_type ? `${u.status} ${u.error_type}` : String(u.status)) },
 ];
+
+const UNIT_SHORT: Record<string, string> = { characters: 'chars', seconds: 's', images: 'img' };
+
+/** A media call's billed quantity with its unit ("412 chars", "31 s", "2 img"). */
+export function unitsText(u: Pick<UsageView, 'unit' | 'units'>): string {
+  return `${u.units ?? 0} ${UNIT_SHORT[u.unit ?? ''] ?? u.unit ?? ''}`;
+}
 
 export interface UsageTotals {
   calls: number;

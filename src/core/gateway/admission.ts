@@ -27,6 +27,19 @@ export interface AdmissionInput {
   maxTokensField: string;
 }
 
+/** A call whose worst-case cost is known before it is made (the media kinds: characters, seconds, images). */
+export interface FixedAdmissionInput {
+  requestId: string;
+  accountId: string;
+  apiKeyId: string;
+  rateLimit: number;
+  model: ModelConfig;
+  /** The most the call can cost, µINR: its hold. */
+  amountMicros: number;
+  /** What the amount pays for, for a 402 ("4,096 characters of speech"). */
+  what: string;
+}
+
 /** The key's rate limit and, when it admits the call, the call's hold (totals included). */
 export type RateAndHold = (keyId: string, limit: number, requestId: string, hold: HoldRef) => Promise<{ rate: RateDecision; totals?: HoldTotals }>;
 
@@ -75,6 +88,65 @@ export class Admitter {
         retryable: true,
         cause: error,
       });
+    }
+  }
+
+  /**
+   * Admission of a call priced up front: the same rate limit, budget and wallet rules as a
+   * chat call, with a hold of exactly `amountMicros` (no output to size).
+   */
+  async admitAmount(input: FixedAdmissionInput): Promise<Admission> {
+    try {
+      return await this.admitAmountOnce(input);
+    } catch (error) {
+      if (error instanceof GatewayError) throw error;
+      throw new GatewayError({
+        status: 503,
+        type: 'service_unavailable',
+        reason: 'limits_unavailable',
+        message: 'the gateway cannot check rate limits and wallet holds right now (its Redis is unreachable); retry shortly',
+        retryable: true,
+        cause: error,
+      });
+    }
+  }
+
+  private async admitAmountOnce(input: FixedAdmissionInput): Promise<Admission> {
+    const hold: HoldRef = { id: input.requestId, accountId: input.accountId, keyId: input.apiKeyId, amountMicros: input.amountMicros };
+    const first = await this.rateAndHold(input.apiKeyId, input.rateLimit, input.requestId, hold);
+    const rate = first.rate;
+    if (!first.totals) throw rateLimited(rate);
+    let totals: HoldTotals = first.totals;
+    // Twice at most: once more after applying settled calls not yet in the ledger (as admit()).
+    for (let attempt = 0; ; attempt++) {
+      const funds = this.store.funds(input.accountId, input.apiKeyId);
+      const key = funds?.key;
+      const balance = funds?.balanceMicros ?? 0;
+      const others = { account: totals.accountHeldMicros - hold.amountMicros, key: totals.keyHeldMicros - hold.amountMicros };
+      const walletFree = balance - others.account;
+      const keyFree = key?.budgetMicros === null || key === undefined ? Number.POSITIVE_INFINITY : key.budgetMicros - key.spentMicros - others.key;
+      const refusal = emptyOrExhausted(balance, key);
+      if (!refusal && hold.amountMicros <= Math.min(walletFree, keyFree)) return { hold, maxTokens: 0, rate, promptTokens: 0 };
+      await this.holds.release(hold);
+      if (attempt === 0 && this.store.barrier.pass()) {
+        totals = await this.holds.acquire(hold);
+        continue;
+      }
+      if (refusal) throw refusal;
+      const cost = formatInrDisplay(hold.amountMicros);
+      throw keyFree < walletFree
+        ? new GatewayError({
+            status: 402,
+            type: 'budget_exceeded',
+            reason: 'budget_exceeded',
+            message: `this API key's remaining budget (${formatInrDisplay(Math.max(0, keyFree))}${others.key > 0 ? ` after ${formatInrDisplay(others.key)} held by calls in progress` : ''}) does not cover ${input.what} on ${input.model.id} (${cost})`,
+          })
+        : new GatewayError({
+            status: 402,
+            type: 'insufficient_credits',
+            reason: 'insufficient_credits',
+            message: `insufficient credits: the wallet balance is ${formatInrDisplay(balance)}${others.account > 0 ? ` with ${formatInrDisplay(others.account)} held by calls in progress` : ''}, which does not cover ${input.what} on ${input.model.id} (${cost}); top up the wallet`,
+          });
     }
   }
 

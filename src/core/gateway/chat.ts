@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { GatewayConfig, ModelConfig, ProviderConfig } from '../../config/types.js';
+import type { ChatProviderType, GatewayConfig, ModelConfig, ProviderConfig } from '../../config/types.js';
 import { PROVIDER_FAMILIES } from '../../providers/registry.js';
-import { upstreamHttpError, upstreamMalformed } from '../../providers/shared/errors.js';
+import { upstreamMalformed } from '../../providers/shared/errors.js';
 import { SseParser } from '../../providers/shared/sse-parser.js';
 import { classifyUpstreamError, type UpstreamClient, type UpstreamResponse } from '../../providers/shared/upstream.js';
 import type { ProviderFamily, TranslationContext, UpstreamRequest } from '../../providers/types.js';
@@ -16,6 +16,7 @@ import { countPromptTokens, countTextTokens, promptTokenBound, promptTokenEstima
 import { rateHeaders, type Admission, type Admitter } from './admission.js';
 import { inlineRemoteImages } from './images.js';
 import type { Settlement } from './settlement.js';
+import { acceptOrThrow } from './upstream-call.js';
 
 /** A decoded chat call before the gateway resolved its model and output limit. */
 export interface ChatDraft extends Omit<ChatRequest, 'model' | 'upstreamModel' | 'maxTokens'> {
@@ -72,9 +73,6 @@ interface Prepared {
 type Settleable = Pick<Prepared, 'model' | 'request' | 'admission'>;
 
 const translation: TranslationContext = { newToolCallId: () => `call_${randomBytes(12).toString('base64url')}` };
-
-/** A cap on upstream error bodies read into memory. */
-const MAX_ERROR_BODY = 64 * 1024;
 
 /**
  * The chat path every ingress format shares: resolve model ► admit (rate limit, budget,
@@ -247,7 +245,7 @@ export class ChatService {
         message: `provider '${provider.name}' has no API key: set ${provider.apiKeyEnv} in the gateway's environment and restart it`,
       });
     }
-    const family = PROVIDER_FAMILIES[provider.type];
+    const family = PROVIDER_FAMILIES[provider.type as ChatProviderType];
     const fast = promptTokenBound(draft);
     const admission = await this.admitter.admit({
       requestId: ctx.requestId,
@@ -303,17 +301,7 @@ export class ChatService {
 
   /** Sends the upstream request; a non-2xx answer becomes the normalized error. */
   private async send(prepared: Prepared, ctx: CallContext): Promise<UpstreamResponse> {
-    const response = await this.upstream.send(prepared.provider, prepared.call, ctx.signal);
-    if (response.status < 300) return response;
-    let body: unknown;
-    try {
-      const text = await readLimited(response, MAX_ERROR_BODY);
-      body = JSON.parse(text);
-    } catch {
-      body = undefined;
-    }
-    const retryAfter = response.headers['retry-after'];
-    throw upstreamHttpError(prepared.provider.name, response.status, prepared.family.errorMessage(body), typeof retryAfter === 'string' ? retryAfter : undefined);
+    return acceptOrThrow(prepared.provider, await this.upstream.send(prepared.provider, prepared.call, ctx.signal), prepared.family.errorMessage);
   }
 
   private async settle(prepared: Settleable, ctx: CallContext, usage: Usage | undefined, status: number, errorType?: string) {
@@ -363,18 +351,4 @@ async function estimateUsage(request: ChatRequest, text: string, toolText: strin
     cacheWriteTokens: 0,
     reasoningTokens: 0,
   };
-}
-
-async function readLimited(response: UpstreamResponse, limit: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of response.body as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) {
-      response.body.destroy();
-      break;
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }

@@ -18,11 +18,24 @@ export interface SettleInput {
   stream: boolean;
   /** Tokens the call used; undefined when it produced nothing billable. */
   usage: Usage | undefined;
+  /**
+   * A media call's billed quantity and its cost (priced by the media service: characters,
+   * seconds, images; embeddings' tokens); when given, it is the charge instead of `usage`'s.
+   */
+  metered?: Metered | undefined;
   /** The HTTP status the client saw (499 when it went away). */
   status: number;
   errorType?: string | undefined;
   startedAt: number;
   hold: HoldRef;
+}
+
+export type MeterUnit = 'tokens' | 'characters' | 'seconds' | 'images';
+
+export interface Metered {
+  unit: MeterUnit;
+  quantity: number;
+  costMicros: number;
 }
 
 export interface SettledCall {
@@ -128,7 +141,8 @@ export class Settlement {
     let row: NewUsage;
     try {
       const usage = input.usage;
-      cost = usage ? costMicros(input.model.pricing, usage) : 0;
+      const metered = input.metered;
+      cost = metered ? metered.costMicros : usage ? costMicros(input.model.pricing, usage) : 0;
       // The provider counted past the prompt bound the hold was priced with: never charge past
       // the hold (no wallet or budget is overspent); the difference stays on the usage row
       // (uncharged_micros), where such calls are counted.
@@ -150,6 +164,8 @@ export class Settlement {
         outputTokens: usage?.outputTokens ?? 0,
         cacheReadTokens: usage?.cacheReadTokens ?? 0,
         cacheWriteTokens: usage?.cacheWriteTokens ?? 0,
+        unit: metered?.unit ?? 'tokens',
+        units: metered ? metered.quantity : (usage?.inputTokens ?? 0) + (usage?.outputTokens ?? 0),
         costMicros: cost,
         unchargedMicros: uncharged,
         status: input.status,

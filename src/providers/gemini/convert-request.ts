@@ -57,7 +57,7 @@ export function buildGeminiRequest(request: ChatRequest, provider: ProviderConfi
   return { url: `${provider.baseUrl}/v1beta/models/${encodeURIComponent(request.upstreamModel)}:${method}`, headers: providerHeaders(provider, geminiHeaders), body, ignoredParams };
 }
 
-function geminiHeaders(provider: ProviderConfig): Record<string, string> {
+export function geminiHeaders(provider: ProviderConfig): Record<string, string> {
   const headers: Record<string, string> = { 'content-type': 'application/json', ...provider.headers };
   if (provider.apiKey) headers['x-goog-api-key'] = provider.apiKey;
   return headers;

@@ -42,7 +42,7 @@ export function buildOpenAiChatRequest(request: ChatRequest, provider: ProviderC
   return { url: `${provider.baseUrl}/chat/completions`, headers: providerHeaders(provider, openAiHeaders), body, ignoredParams: [] };
 }
 
-function openAiHeaders(provider: ProviderConfig): Record<string, string> {
+export function openAiHeaders(provider: ProviderConfig): Record<string, string> {
   const headers: Record<string, string> = { 'content-type': 'application/json', ...provider.headers };
   if (provider.apiKey) headers.authorization = `Bearer ${provider.apiKey}`;
   return headers;

@@ -30,7 +30,7 @@ export class UpstreamClient {
         path,
         method: 'POST',
         headers: call.headers,
-        body: JSON.stringify(call.body),
+        body: call.rawBody ?? JSON.stringify(call.body),
         signal,
         headersTimeout: provider.timeouts.firstByteMs,
         bodyTimeout: provider.timeouts.idleMs,

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { handleGeminiEmbeddings, handleGeminiImage, isImageRequest } from './gemini-media.js';
 import type { Body, Exchange } from './server.js';
 import {
   chunkText,
@@ -19,6 +20,7 @@ import {
 /**
  * Google Gemini: POST /v1beta/models/{model}:generateContent and :streamGenerateContent
  * (`?alt=sse` for SSE with CRLF separators; without it a JSON array streamed element by element).
+ * :embedContent, :batchEmbedContents and image output (generateContent) are in gemini-media.ts.
  */
 
 type FinishReason = 'STOP' | 'MAX_TOKENS' | 'SAFETY';
@@ -88,16 +90,16 @@ export function geminiStatus(code: number): string {
   return STATUS_NAMES[code] ?? (code >= 500 ? 'INTERNAL' : 'FAILED_PRECONDITION');
 }
 
-const JSON_TYPE = 'application/json; charset=UTF-8';
+export const JSON_TYPE = 'application/json; charset=UTF-8';
 
-function errorBody(code: number, message: string | undefined, details?: unknown[]): Body {
+export function errorBody(code: number, message: string | undefined, details?: unknown[]): Body {
   const status = geminiStatus(code);
   const wire: ErrorWire = { error: { code, message: message ?? DEFAULT_MESSAGES[status] ?? 'Request failed.', status } };
   if (details) wire.error.details = details;
   return { contentType: JSON_TYPE, text: JSON.stringify(wire, null, 2) + '\n' };
 }
 
-class GeminiFailure {
+export class GeminiFailure {
   constructor(
     readonly code: number,
     readonly message: string,
@@ -129,7 +131,7 @@ function schemaViolations(schema: unknown, path: string, out: Array<{ field: str
   }
 }
 
-function field(record: Record<string, unknown>, camel: string, snake: string): unknown {
+export function field(record: Record<string, unknown>, camel: string, snake: string): unknown {
   return record[camel] ?? record[snake];
 }
 
@@ -138,7 +140,7 @@ function partsOf(content: unknown): Record<string, unknown>[] {
 }
 
 /** The billed prompt: the system instruction, every content's text and function calls, and the tool declarations. */
-function promptOf(body: Record<string, unknown>, contents: unknown[]): PromptText {
+export function promptOf(body: Record<string, unknown>, contents: unknown[]): PromptText {
   const tools = body.tools;
   let text = (tools === undefined ? '' : JSON.stringify(tools)) + textOf(field(body, 'systemInstruction', 'system_instruction'));
   for (const content of contents) {
@@ -151,7 +153,7 @@ function promptOf(body: Record<string, unknown>, contents: unknown[]): PromptTex
   return { text, messages: contents.length };
 }
 
-function textOf(content: unknown): string {
+export function textOf(content: unknown): string {
   return partsOf(content)
     .map((p) => (typeof p.text === 'string' && p.thought !== true ? p.text : ''))
     .join('');
@@ -162,7 +164,7 @@ function needsSignatures(model: string): boolean {
   return /^gemini-3/.test(model);
 }
 
-function validate(body: Record<string, unknown>, model: string): GeminiFailure | undefined {
+export function validate(body: Record<string, unknown>, model: string): GeminiFailure | undefined {
   const contents = body.contents;
   if (!Array.isArray(contents) || contents.length === 0) return new GeminiFailure(400, '* GenerateContentRequest.contents: contents is not specified\n');
   for (const [i, content] of contents.entries()) {
@@ -299,32 +301,48 @@ function streamPlan(reply: Reply, ids: { model: string; responseId: string }, ss
   };
 }
 
-export async function handleGemini(ex: Exchange, route: { model: string; action: string } | undefined): Promise<void> {
-  const headers = { vary: 'Origin, X-Origin, Referer', 'x-content-type-options': 'nosniff' };
-  const fail = (failure: GeminiFailure): void => ex.send(failure.code, errorBody(failure.code, failure.message, failure.details), headers);
-  if (!route || ex.req.method !== 'POST' || (route.action !== 'generateContent' && route.action !== 'streamGenerateContent')) {
-    return fail(new GeminiFailure(404, `The requested URL ${ex.url.pathname} was not found on this server.`));
-  }
+/** The `x-goog-api-key` (or `?key=`) check: 403 without a key, 400 API_KEY_INVALID for a wrong one. */
+export function authFailure(ex: Exchange): GeminiFailure | undefined {
   const key = ex.header('x-goog-api-key') ?? ex.url.searchParams.get('key') ?? undefined;
   if (key === undefined || key === '') {
-    return fail(
-      new GeminiFailure(
-        403,
-        "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.",
-      ),
+    return new GeminiFailure(
+      403,
+      "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.",
     );
   }
   if (key !== ex.apiKey) {
-    return fail(
-      new GeminiFailure(400, 'API key not valid. Please pass a valid API key.', [
-        { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'API_KEY_INVALID', domain: 'googleapis.com', metadata: { service: 'generativelanguage.googleapis.com' } },
-      ]),
-    );
+    return new GeminiFailure(400, 'API key not valid. Please pass a valid API key.', [
+      { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'API_KEY_INVALID', domain: 'googleapis.com', metadata: { service: 'generativelanguage.googleapis.com' } },
+    ]);
   }
+  return undefined;
+}
+
+const EMBED_ACTIONS = ['embedContent', 'batchEmbedContents'];
+
+export async function handleGemini(ex: Exchange, route: { model: string; action: string } | undefined): Promise<void> {
+  const headers = { vary: 'Origin, X-Origin, Referer', 'x-content-type-options': 'nosniff' };
+  const fail = (failure: GeminiFailure): void => ex.send(failure.code, errorBody(failure.code, failure.message, failure.details), headers);
+  const embed = route !== undefined && EMBED_ACTIONS.includes(route.action);
+  if (!route || ex.req.method !== 'POST' || (!embed && route.action !== 'generateContent' && route.action !== 'streamGenerateContent')) {
+    return fail(new GeminiFailure(404, `The requested URL ${ex.url.pathname} was not found on this server.`));
+  }
+  const auth = authFailure(ex);
+  if (auth) return fail(auth);
   if (ex.bodyInvalid || !isRecord(ex.body)) return fail(new GeminiFailure(400, 'Invalid JSON payload received. Unexpected token.'));
   const body = ex.body;
+  if (embed) {
+    const failure = await handleGeminiEmbeddings(ex, route, body, headers);
+    if (failure) fail(failure);
+    return;
+  }
   const invalid = validate(body, route.model);
   if (invalid) return fail(invalid);
+  if (route.action === 'generateContent' && isImageRequest(route.model, body)) {
+    const failure = await handleGeminiImage(ex, route.model, body, headers);
+    if (failure) fail(failure);
+    return;
+  }
 
   const contents = body.contents as unknown[];
   const lastUser = [...contents].reverse().find((c) => isRecord(c) && c.role !== 'model');

@@ -4,7 +4,8 @@ import { ProviderSimulator } from './server.js';
 /**
  * Standalone provider simulator:
  *   node --import tsx test/support/simulator/main.ts --port 9999 [--key sim-key] [--host 127.0.0.1]
- * Scenarios come from `SIM: {...}` directives in the last user message.
+ * Scenarios come from `SIM: {...}` directives in the last user message (chat only: media
+ * endpoints play the default scenario).
  */
 
 const { values } = parseArgs({
@@ -28,6 +29,10 @@ process.stdout.write(
     `  OpenAI base URL:    ${sim.openaiBaseUrl}`,
     `  Anthropic base URL: ${sim.anthropicBaseUrl}`,
     `  Gemini base URL:    ${sim.geminiBaseUrl}`,
+    `  Groq base URL:      ${sim.groqBaseUrl}`,
+    `  Deepgram base URL:  ${sim.deepgramBaseUrl}`,
+    `  Media: OpenAI/Groq embeddings, audio/speech, audio/transcriptions, images/generations;`,
+    `         Gemini :embedContent, :batchEmbedContents, image generateContent; Deepgram /v1/speak, /v1/listen`,
     `Put 'SIM: {"text":"...","toolCalls":[...],...}' at the end of the last user message to script a reply.`,
     '',
   ].join('\n'),

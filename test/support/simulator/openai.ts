@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { handleOpenAIMedia } from './openai-media.js';
 import type { Body, Exchange } from './server.js';
 import {
   chunkText,
@@ -15,10 +16,13 @@ import {
   type StreamPlan,
 } from './scenario.js';
 
-/** OpenAI Chat Completions: POST /v1/chat/completions (JSON and SSE). */
+/**
+ * OpenAI Chat Completions: POST /v1/chat/completions (JSON and SSE); the same under Groq's
+ * /openai/v1. The media endpoints are in openai-media.ts.
+ */
 
 interface OpenAIErrorWire {
-  error: { message: string; type: string; param: string | null; code: string | null };
+  error: { message: string; type: string; param?: string | null; code: string | null };
 }
 
 interface ToolCallWire {
@@ -77,7 +81,7 @@ interface ChunkWire {
   obfuscation?: string;
 }
 
-class OpenAIFailure {
+export class OpenAIFailure {
   constructor(
     readonly status: number,
     readonly message: string,
@@ -89,13 +93,16 @@ class OpenAIFailure {
 
 const JSON_TYPE = 'application/json';
 
-function errorBody(failure: OpenAIFailure): Body {
-  const wire: OpenAIErrorWire = { error: { message: failure.message, type: failure.type, param: failure.param, code: failure.code } };
+/** OpenAI's error body; Groq's (`groq`) has no `param` unless one is named. */
+export function errorBody(failure: OpenAIFailure, groq = false): Body {
+  const wire: OpenAIErrorWire = groq
+    ? { error: { message: failure.message, type: failure.type, ...(failure.param !== null ? { param: failure.param } : {}), code: failure.code } }
+    : { error: { message: failure.message, type: failure.type, param: failure.param, code: failure.code } };
   return { contentType: JSON_TYPE, text: JSON.stringify(wire, null, 4) + '\n' };
 }
 
 /** The error an upstream would send for a scripted status. */
-function scriptedFailure(status: number, message: string | undefined): OpenAIFailure {
+export function scriptedFailure(status: number, message: string | undefined): OpenAIFailure {
   if (status === 401) return new OpenAIFailure(status, message ?? 'Incorrect API key provided.', 'invalid_request_error', null, 'invalid_api_key');
   if (status === 403) return new OpenAIFailure(status, message ?? 'Country, region, or territory not supported', 'request_forbidden', null, 'unsupported_country_region_territory');
   if (status === 404) return new OpenAIFailure(status, message ?? 'The model does not exist or you do not have access to it.', 'invalid_request_error', null, 'model_not_found');
@@ -283,9 +290,14 @@ function streamPlan(reply: Reply, model: string, ids: Ids, includeUsage: boolean
   };
 }
 
-function authFailure(ex: Exchange): OpenAIFailure | undefined {
+/** The 401 for a missing or wrong `Authorization: Bearer` key; Groq (`groq`) answers "Invalid API Key" either way. */
+export function authFailure(ex: Exchange, groq = false): OpenAIFailure | undefined {
   const auth = ex.header('authorization');
   const match = auth ? /^Bearer\s+(.*)$/i.exec(auth) : null;
+  if (groq) {
+    if (match && (match[1] ?? '').trim() === ex.apiKey) return undefined;
+    return new OpenAIFailure(401, 'Invalid API Key', 'invalid_request_error', null, 'invalid_api_key');
+  }
   if (!match) {
     return new OpenAIFailure(
       401,
@@ -304,11 +316,18 @@ function authFailure(ex: Exchange): OpenAIFailure | undefined {
 export async function handleOpenAI(ex: Exchange): Promise<void> {
   const requestId = `req_${randomBytes(16).toString('hex')}`;
   const headers = { 'x-request-id': requestId, 'openai-version': '2020-10-01', 'openai-processing-ms': '1' };
-  const fail = (failure: OpenAIFailure): void => ex.send(failure.status, errorBody(failure), headers);
-  if (ex.url.pathname !== '/v1/chat/completions' || ex.req.method !== 'POST') {
+  // Groq serves the same API under /openai/v1.
+  const groq = ex.url.pathname.startsWith('/openai/v1/');
+  const path = groq ? ex.url.pathname.slice('/openai'.length) : ex.url.pathname;
+  const fail = (failure: OpenAIFailure): void => ex.send(failure.status, errorBody(failure, groq), headers);
+  if (path !== '/v1/chat/completions') {
+    const handled = await handleOpenAIMedia(ex, path, groq, headers);
+    if (handled) return;
+  }
+  if (path !== '/v1/chat/completions' || ex.req.method !== 'POST') {
     return fail(new OpenAIFailure(404, `Invalid URL (${ex.req.method ?? 'GET'} ${ex.url.pathname})`, 'invalid_request_error'));
   }
-  const auth = authFailure(ex);
+  const auth = authFailure(ex, groq);
   if (auth) return fail(auth);
   if (ex.bodyInvalid || !isRecord(ex.body)) {
     return fail(

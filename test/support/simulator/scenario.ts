@@ -6,7 +6,7 @@ import { completionTokens, promptTokens } from './tokens.js';
  * provider simulator. Nothing here touches the network.
  */
 
-export type Family = 'openai' | 'anthropic' | 'gemini';
+export type Family = 'openai' | 'anthropic' | 'gemini' | 'deepgram';
 export type CanonicalFinish = 'stop' | 'length' | 'tool_calls' | 'content_filter';
 
 export interface SimToolCall {
@@ -34,7 +34,11 @@ export interface SimUsage {
  * number of events means "after the last event, before any terminator".
  */
 export interface Scenario {
-  /** Assistant text. Default: `Hello from the <family> simulator (model <model>).`, or no text when toolCalls are given. */
+  /**
+   * Assistant text. Default: `Hello from the <family> simulator (model <model>).`, or no text when toolCalls are given.
+   * Media: the transcript (OpenAI/Groq transcriptions, Deepgram listen; default `Transcribed <s> seconds of audio.`),
+   * dall-e-3's revised_prompt, the text part of a Gemini image answer ('' leaves it out).
+   */
   text?: string;
   /** Tool calls after the text (parallel when >1). Gemini never gets ids; string arguments that are not a JSON object become {} outside OpenAI. */
   toolCalls?: SimToolCall[];
@@ -44,7 +48,8 @@ export interface Scenario {
    * Default: the prompt's and the answer's tokens as the upstream's own tokenizer would count
    * them, modelled on cl100k (tokens.ts).
    * 'omit': OpenAI has no usage (and no usage chunk), Gemini no usageMetadata; Anthropic always
-   * reports usage, so it gets zeros.
+   * reports usage, so it gets zeros. Media answers drop their usage field too (embeddings,
+   * transcriptions, gpt-image-1, speech SSE, Gemini images).
    */
   usage?: SimUsage | 'omit';
   /** Characters per text delta and per tool-argument piece (default 4). Gemini sends function calls whole. */
@@ -63,6 +68,13 @@ export interface Scenario {
   hangAfterEvents?: number;
   /** Stream: after N events send the family's mid-stream error event, then end the response. */
   errorAfterEvents?: { events: number; message?: string };
+  /**
+   * Media (speech): bytes per audio chunk written (default 4096). For speech answers
+   * `disconnectAfterEvents` / `hangAfterEvents` count these chunks and `chunkDelayMs` separates them.
+   */
+  audioChunkBytes?: number;
+  /** Non-streamed JSON answers: send a truncated body that is not valid JSON (status 200, same headers). */
+  malformedBody?: boolean;
 }
 
 export interface RecordedRequest {
@@ -167,7 +179,7 @@ export interface PromptText {
 // Scenario parsing (directives and programmatic scenarios share the same checks)
 
 const FINISHES: readonly CanonicalFinish[] = ['stop', 'length', 'tool_calls', 'content_filter'];
-const COUNT_FIELDS = ['chunkSize', 'delayMs', 'chunkDelayMs', 'disconnectAfterEvents', 'malformedAfterEvents', 'hangAfterEvents'] as const;
+const COUNT_FIELDS = ['chunkSize', 'delayMs', 'chunkDelayMs', 'disconnectAfterEvents', 'malformedAfterEvents', 'hangAfterEvents', 'audioChunkBytes'] as const;
 
 function nonNegativeInt(value: unknown, name: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) throw new ScenarioError(`${name} must be a non-negative integer`);
@@ -177,7 +189,7 @@ function nonNegativeInt(value: unknown, name: string): number {
 /** Checks an untrusted value (a directive) and returns it as a Scenario, or throws ScenarioError. */
 export function parseScenario(value: unknown): Scenario {
   if (!isRecord(value)) throw new ScenarioError('a scenario must be a JSON object');
-  const known = new Set<string>(['text', 'toolCalls', 'finish', 'usage', 'error', 'errorAfterEvents', ...COUNT_FIELDS]);
+  const known = new Set<string>(['text', 'toolCalls', 'finish', 'usage', 'error', 'errorAfterEvents', 'malformedBody', ...COUNT_FIELDS]);
   for (const key of Object.keys(value)) if (!known.has(key)) throw new ScenarioError(`unknown scenario field "${key}"`);
   const scenario: Scenario = {};
   if (value.text !== undefined) {
@@ -215,6 +227,11 @@ export function parseScenario(value: unknown): Scenario {
     if (value[key] !== undefined) scenario[key] = nonNegativeInt(value[key], key);
   }
   if (scenario.chunkSize === 0) throw new ScenarioError('chunkSize must be at least 1');
+  if (scenario.audioChunkBytes === 0) throw new ScenarioError('audioChunkBytes must be at least 1');
+  if (value.malformedBody !== undefined) {
+    if (typeof value.malformedBody !== 'boolean') throw new ScenarioError('malformedBody must be a boolean');
+    scenario.malformedBody = value.malformedBody;
+  }
   if (value.error !== undefined) {
     const e = value.error;
     if (!isRecord(e) || typeof e.status !== 'number' || !Number.isInteger(e.status) || e.status < 400 || e.status > 599) {

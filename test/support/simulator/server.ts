@@ -1,7 +1,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { randomBytes } from 'node:crypto';
 import { handleAnthropic } from './anthropic.js';
+import { handleDeepgram } from './deepgram.js';
 import { handleGemini } from './gemini.js';
+import { isMultipart, multipartRecord, parseMultipart, type Multipart } from './multipart.js';
 import { handleOpenAI } from './openai.js';
 import type { Family, RecordedRequest, Scenario, StreamPlan } from './scenario.js';
 
@@ -9,7 +12,9 @@ export type { Family, RecordedRequest, Scenario, SimToolCall, SimUsage } from '.
 
 /**
  * A real HTTP server that speaks the OpenAI Chat Completions, Anthropic Messages and Gemini
- * generateContent wire formats, driven by scripted scenarios (see scenario.ts).
+ * generateContent wire formats, driven by scripted scenarios (see scenario.ts); and the media
+ * endpoints of OpenAI (also under Groq's /openai/v1), Gemini and Deepgram (openai-media.ts,
+ * gemini-media.ts, deepgram.ts).
  */
 
 export interface SimulatorOptions {
@@ -24,19 +29,69 @@ export interface Body {
   text: string;
 }
 
+/** An audio answer: `bytes` are written chunked, `audioChunkBytes` at a time. */
+export interface AudioBody {
+  contentType: string;
+  bytes: Buffer;
+}
+
 /** What a family hands back once a request is valid: the scenario-driven part is common. */
 export interface Outcome {
   scenario: Scenario;
   stream: boolean;
   headers: Record<string, string>;
+  /** The non-streamed answer (status 200). */
   json(): Body;
-  plan(): StreamPlan;
+  /** The streamed answer (when `stream`). */
+  plan?(): StreamPlan;
+  /** An audio answer, written in chunks (takes precedence over `stream`/`json`). */
+  audio?(): AudioBody;
   error(status: number, message: string | undefined): Body;
+}
+
+/** Images handed out as URLs (`/files/images/<id>.png`), served by the simulator; the oldest are forgotten. */
+export class ImageStore {
+  static readonly MAX_ENTRIES = 1024;
+  readonly #images = new Map<string, { width: number; height: number; seed: string }>();
+
+  /** Registers an image of the given size (its pixels derived from `seed`); returns its id. */
+  add(width: number, height: number, seed: string): string {
+    const id = `img-${randomBytes(12).toString('hex')}`;
+    if (this.#images.size >= ImageStore.MAX_ENTRIES) {
+      const oldest = this.#images.keys().next().value;
+      if (oldest !== undefined) this.#images.delete(oldest);
+    }
+    this.#images.set(id, { width, height, seed });
+    return id;
+  }
+
+  get(id: string): { width: number; height: number; seed: string } | undefined {
+    return this.#images.get(id);
+  }
+
+  clear(): void {
+    this.#images.clear();
+  }
 }
 
 interface SimState {
   apiKey: string;
+  url: string;
+  images: ImageStore;
   takeScenario(): Scenario;
+}
+
+/** Content types whose bodies are bytes, never JSON: multipart uploads and raw audio. */
+export function isBinaryContentType(contentType: string | undefined): boolean {
+  const type = (contentType ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+  return type.startsWith('multipart/') || type.startsWith('audio/') || type.startsWith('video/') || type === 'application/octet-stream';
+}
+
+/** A JSON body cut short, so that it is not valid JSON (scenario.malformedBody). */
+export function malformedBody(body: Body): Body {
+  if (!/json/i.test(body.contentType)) return body;
+  const text = body.text.trimEnd();
+  return { contentType: body.contentType, text: text.slice(0, Math.max(1, Math.floor(text.length / 2))) };
 }
 
 const MAX_BODY_BYTES = 64 * 1024 * 1024;
@@ -44,33 +99,49 @@ const MAX_BODY_BYTES = 64 * 1024 * 1024;
 /** One request/response pair, with the helpers the family handlers use. */
 export class Exchange {
   readonly url: URL;
-  /** The parsed JSON body; the raw text when it was not JSON; undefined when empty. */
+  /**
+   * The parsed JSON body; the raw text when it was not JSON; undefined when empty, and for
+   * multipart and binary (audio/*, application/octet-stream) bodies, which are never parsed as JSON.
+   */
   readonly body: unknown;
   /** True when a body was sent but was not valid JSON. */
   readonly bodyInvalid: boolean;
+  /** The request body's bytes, as received. */
+  readonly raw: Buffer;
+  /** The parsed multipart/form-data body; undefined when the request is not multipart or not well-formed. */
+  readonly multipart: Multipart | undefined;
   readonly signal: AbortSignal;
   readonly apiKey: string;
+  /** The simulator's own base URL (for URLs it hands out, e.g. image files). */
+  readonly simUrl: string;
+  readonly images: ImageStore;
   readonly #state: SimState;
 
   constructor(
     readonly req: IncomingMessage,
     readonly res: ServerResponse,
     url: URL,
-    rawBody: string,
+    raw: Buffer,
     signal: AbortSignal,
     state: SimState,
+    multipart?: Multipart,
   ) {
     this.url = url;
     this.signal = signal;
     this.#state = state;
     this.apiKey = state.apiKey;
+    this.simUrl = state.url;
+    this.images = state.images;
+    this.raw = raw;
+    this.multipart = multipart;
     let body: unknown;
     let invalid = false;
-    if (rawBody.length > 0) {
+    if (raw.length > 0 && !isBinaryContentType(req.headers['content-type'])) {
+      const text = raw.toString('utf8');
       try {
-        body = JSON.parse(rawBody);
+        body = JSON.parse(text);
       } catch {
-        body = rawBody;
+        body = text;
         invalid = true;
       }
     }
@@ -138,14 +209,62 @@ export class Exchange {
       this.send(scenario.error.status, outcome.error(scenario.error.status, scenario.error.message), headers);
       return;
     }
-    if (!outcome.stream) {
+    if (outcome.audio) {
+      await this.streamAudio(outcome.audio(), scenario, outcome.headers);
+      return;
+    }
+    if (!outcome.stream || !outcome.plan) {
       // Non-streaming answers have no events: a hang sends no headers; a disconnect drops the socket.
       if (scenario.hangAfterEvents !== undefined) return this.hang();
       if (scenario.disconnectAfterEvents !== undefined) return this.disconnect();
-      this.send(200, outcome.json(), outcome.headers);
+      const body = outcome.json();
+      this.send(200, scenario.malformedBody ? malformedBody(body) : body, outcome.headers);
       return;
     }
     await this.stream(outcome.plan(), scenario, outcome.headers);
+  }
+
+  /**
+   * Writes one frame (after `chunkDelayMs` unless it is the first) and waits until it is handed to
+   * the socket, so a later disconnect cannot swallow it. False once the exchange is gone.
+   */
+  async #write(data: string | Buffer, first: boolean, delayMs: number | undefined): Promise<boolean> {
+    if (!first && !(await this.sleep(delayMs))) return false;
+    if (this.gone) return false;
+    await new Promise<void>((resolve) => {
+      const onAbort = (): void => resolve();
+      this.signal.addEventListener('abort', onAbort, { once: true });
+      this.res.write(data, () => {
+        this.signal.removeEventListener('abort', onAbort);
+        resolve();
+      });
+    });
+    return !this.gone;
+  }
+
+  /**
+   * Plays an audio answer: 200 with chunked transfer-encoding (no content-length), the bytes in
+   * `audioChunkBytes` pieces (default 4096) with `chunkDelayMs` between them. `disconnectAfterEvents`
+   * and `hangAfterEvents` count the chunks written (N beyond the last: after the last chunk, before the end).
+   */
+  async streamAudio(audio: AudioBody, scenario: Scenario, headers: Record<string, string>): Promise<void> {
+    if (this.gone) return;
+    this.res.writeHead(200, { ...headers, 'content-type': audio.contentType });
+    this.res.flushHeaders();
+    const size = scenario.audioChunkBytes && scenario.audioChunkBytes > 0 ? scenario.audioChunkBytes : 4096;
+    const chunks: Buffer[] = [];
+    for (let at = 0; at < audio.bytes.length; at += size) chunks.push(audio.bytes.subarray(at, at + size));
+    const total = chunks.length;
+    const at = (n: number | undefined): number | undefined => (n === undefined ? undefined : Math.min(n, total));
+    const disconnectAt = at(scenario.disconnectAfterEvents);
+    const hangAt = at(scenario.hangAfterEvents);
+    for (let sent = 0; sent <= total; sent++) {
+      if (sent === disconnectAt) return this.disconnect();
+      if (sent === hangAt) return this.hang();
+      const piece = chunks[sent];
+      if (piece && !(await this.#write(piece, sent === 0, scenario.chunkDelayMs))) return;
+    }
+    this.res.end();
   }
 
   async stream(plan: StreamPlan, scenario: Scenario, headers: Record<string, string>): Promise<void> {
@@ -160,19 +279,9 @@ export class Exchange {
     const hangAt = at(scenario.hangAfterEvents);
     let frames = 0;
     const write = async (text: string): Promise<boolean> => {
-      if (frames > 0 && !(await this.sleep(scenario.chunkDelayMs))) return false;
-      if (this.gone) return false;
-      // Wait until the frame is handed to the socket, so a later disconnect cannot swallow it.
-      await new Promise<void>((resolve) => {
-        const onAbort = (): void => resolve();
-        this.signal.addEventListener('abort', onAbort, { once: true });
-        this.res.write(text, () => {
-          this.signal.removeEventListener('abort', onAbort);
-          resolve();
-        });
-      });
-      frames += 1;
-      return !this.gone;
+      const ok = await this.#write(text, frames === 0, scenario.chunkDelayMs);
+      if (ok) frames += 1;
+      return ok;
     };
     for (let sent = 0; sent <= total; sent++) {
       if (sent === malformedAt && !(await write(plan.frame(plan.malformed, frames)))) return;
@@ -192,9 +301,14 @@ export class Exchange {
   }
 }
 
-/** Which family a path belongs to (also for 404s), plus the Gemini model/action when present. */
+/**
+ * Which family a path belongs to (also for 404s), plus the Gemini model/action when present.
+ * Deepgram: /v1/speak and /v1/listen. Groq's OpenAI-compatible /openai/v1/... and the image files
+ * the simulator serves (/files/images/...) belong to the OpenAI family.
+ */
 export function routeOf(path: string): { family: Family; gemini?: { model: string; action: string } } {
   if (path === '/v1/messages' || path.startsWith('/v1/messages/')) return { family: 'anthropic' };
+  if (path === '/v1/speak' || path === '/v1/listen') return { family: 'deepgram' };
   const gemini = /^\/(?:v1beta|v1|v1alpha)\/models\/([^/:]+):([A-Za-z]+)$/.exec(path);
   if (gemini) return { family: 'gemini', gemini: { model: decodeURIComponent(gemini[1] ?? ''), action: gemini[2] ?? '' } };
   if (/^\/(?:v1beta|v1alpha)(?:\/|$)/.test(path) || /^\/v1\/models\/[^/]*:/.test(path)) return { family: 'gemini' };
@@ -206,7 +320,13 @@ export class ProviderSimulator {
   readonly openaiBaseUrl: string;
   readonly anthropicBaseUrl: string;
   readonly geminiBaseUrl: string;
+  /** Deepgram's base URL (the API's paths are /v1/speak and /v1/listen). */
+  readonly deepgramBaseUrl: string;
+  /** Groq's OpenAI-compatible base URL, as Groq's own `https://api.groq.com/openai/v1`. */
+  readonly groqBaseUrl: string;
   readonly requests: RecordedRequest[] = [];
+  /** Images handed out as URLs by the image endpoints. */
+  readonly images = new ImageStore();
   readonly apiKey: string;
   readonly #server: Server;
   readonly #sockets = new Set<Socket>();
@@ -221,6 +341,8 @@ export class ProviderSimulator {
     this.openaiBaseUrl = `${url}/v1`;
     this.anthropicBaseUrl = url;
     this.geminiBaseUrl = url;
+    this.deepgramBaseUrl = url;
+    this.groqBaseUrl = `${url}/openai/v1`;
     this.apiKey = apiKey;
   }
 
@@ -263,11 +385,12 @@ export class ProviderSimulator {
     this.#default = scenario;
   }
 
-  /** Clears the queue, the default scenario and the recorded requests. */
+  /** Clears the queue, the default scenario, the recorded requests and the image URLs handed out. */
   reset(): void {
     this.#queue = [];
     this.#default = undefined;
     this.requests.length = 0;
+    this.images.clear();
   }
 
   /** Sockets currently open (keep-alive sockets included). */
@@ -301,18 +424,36 @@ export class ProviderSimulator {
     res.on('error', () => controller.abort());
     req.on('error', () => controller.abort());
 
-    const rawBody = await readBody(req);
-    if (rawBody === undefined) {
+    const raw = await readBody(req);
+    if (raw === undefined) {
       res.destroy();
       return;
     }
     const url = new URL(req.url ?? '/', 'http://simulator.invalid');
     const route = routeOf(url.pathname);
-    const exchange = new Exchange(req, res, url, rawBody, controller.signal, {
-      apiKey: this.apiKey,
-      takeScenario: () => this.#queue.shift() ?? this.#default ?? {},
-    });
-    const body = exchange.body;
+    const contentType = req.headers['content-type'];
+    const multipart = isMultipart(contentType) ? await parseMultipart(raw, contentType ?? '') : undefined;
+    const exchange = new Exchange(
+      req,
+      res,
+      url,
+      raw,
+      controller.signal,
+      { apiKey: this.apiKey, url: this.url, images: this.images, takeScenario: () => this.#queue.shift() ?? this.#default ?? {} },
+      multipart,
+    );
+    let body = exchange.body;
+    let model: string | undefined;
+    if (multipart) {
+      body = multipartRecord(multipart);
+      const field = multipart.fields.model;
+      model = Array.isArray(field) ? field[0] : field;
+    } else if (route.family === 'deepgram' && url.pathname === '/v1/listen') {
+      body = { bytes: raw.length, contentType: contentType ?? '' };
+    } else if (isBinaryContentType(contentType) && raw.length > 0) {
+      body = { bytes: raw.length, contentType: contentType ?? '' };
+    }
+    if (route.family === 'deepgram') model = url.searchParams.get('model') ?? '';
     const record = isObject(body) ? body : undefined;
     this.requests.push({
       family: route.family,
@@ -321,7 +462,7 @@ export class ProviderSimulator {
       query: url.search.replace(/^\?/, ''),
       headers: { ...req.headers },
       body,
-      model: route.gemini?.model ?? (typeof record?.model === 'string' ? record.model : ''),
+      model: route.gemini?.model ?? model ?? (typeof record?.model === 'string' ? record.model : ''),
       stream: route.gemini ? route.gemini.action === 'streamGenerateContent' : record?.stream === true,
     });
     if (this.#closing) {
@@ -335,6 +476,8 @@ export class ProviderSimulator {
         return handleAnthropic(exchange);
       case 'gemini':
         return handleGemini(exchange, route.gemini);
+      case 'deepgram':
+        return handleDeepgram(exchange);
     }
   }
 }
@@ -343,8 +486,8 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** Reads the whole request body as UTF-8; undefined when the client went away or it is too large. */
-function readBody(req: IncomingMessage): Promise<string | undefined> {
+/** Reads the whole request body; undefined when the client went away or it is too large. */
+function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -357,8 +500,8 @@ function readBody(req: IncomingMessage): Promise<string | undefined> {
       }
       chunks.push(chunk);
     });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', () => resolve(undefined));
-    req.on('close', () => resolve(req.complete ? Buffer.concat(chunks).toString('utf8') : undefined));
+    req.on('close', () => resolve(req.complete ? Buffer.concat(chunks) : undefined));
   });
 }

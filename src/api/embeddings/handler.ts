@@ -1,0 +1,20 @@
+import type { App } from '../../app.js';
+import type { Route } from '../../http/server.js';
+import type { Router } from '../../http/router.js';
+import { requireApiKey } from '../guards.js';
+import { callContext } from '../inference.js';
+import { decodeEmbeddings } from './decode.js';
+import { encodeEmbeddings } from './encode.js';
+
+/** POST /v1/embeddings (OpenAI's format, for every embedding model of the catalog). */
+export function registerEmbeddingRoutes(router: Router<Route>, app: App): void {
+  router.add('POST', '/v1/embeddings', {
+    handle: async (ctx) => {
+      const key = requireApiKey(app, ctx);
+      const { draft, ignored } = decodeEmbeddings(await ctx.json());
+      const outcome = await app.media.embed(draft, callContext(ctx, key, 'embeddings'));
+      if (ignored.length > 0) outcome.headers['x-gateway-ignored-params'] = [outcome.headers['x-gateway-ignored-params'], ...ignored].filter(Boolean).join(', ');
+      ctx.send(200, encodeEmbeddings(outcome, draft.encodingFormat), outcome.headers);
+    },
+  });
+}

@@ -1,0 +1,13 @@
+import { deepgramMedia } from './deepgram/index.js';
+import { geminiEmbeddings, geminiImages } from './gemini/media.js';
+import type { MediaFamilies } from './media.js';
+import { openAiEmbeddings, openAiImages, openAiSpeech, openAiTranscription } from './openai/media.js';
+import { nestedErrorMessage } from './shared/json.js';
+
+/** The media converters of each provider type (config/catalog.ts FAMILY_KINDS lists the same). */
+export const MEDIA_FAMILIES: MediaFamilies = {
+  openai: { embeddings: openAiEmbeddings, speech: openAiSpeech, transcription: openAiTranscription, images: openAiImages, errorMessage: nestedErrorMessage },
+  anthropic: { errorMessage: nestedErrorMessage },
+  gemini: { embeddings: geminiEmbeddings, images: geminiImages, errorMessage: nestedErrorMessage },
+  deepgram: deepgramMedia,
+};

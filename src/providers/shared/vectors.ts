@@ -1,0 +1,24 @@
+import { upstreamMalformed } from './errors.js';
+
+/** A base64 string of little-endian float32s (OpenAI's `encoding_format: base64`) as floats. */
+export function decodeBase64Floats(provider: string, text: string): Float32Array {
+  const bytes = Buffer.from(text, 'base64');
+  if (bytes.length % 4 !== 0) throw upstreamMalformed(provider, 'a base64 embedding whose length is not a multiple of 4 bytes');
+  const out = new Float32Array(bytes.length / 4);
+  for (let i = 0; i < out.length; i++) out[i] = bytes.readFloatLE(i * 4);
+  return out;
+}
+
+/** Floats as base64 little-endian float32 bytes, whatever the machine's byte order. */
+export function encodeBase64Floats(vector: ArrayLike<number>): string {
+  const bytes = Buffer.allocUnsafe(vector.length * 4);
+  for (let i = 0; i < vector.length; i++) bytes.writeFloatLE(vector[i] as number, i * 4);
+  return bytes.toString('base64');
+}
+
+/** A JSON number array, every element finite; undefined otherwise. */
+export function numberArray(value: unknown): number[] | undefined {
+  if (!Array.isArray(value)) return undefined;
+  for (const item of value) if (typeof item !== 'number' || !Number.isFinite(item)) return undefined;
+  return value as number[];
+}
