@@ -224,14 +224,23 @@ export class MediaService {
   }
 
   private async *relayAudio(model: ModelConfig, provider: ProviderConfig, admission: Admission, response: UpstreamResponse, ctx: CallContext, characters: number): AsyncGenerator<Buffer, void, undefined> {
+    // Bytes the client was sent (a chunk counts once the consumer comes back for the next:
+    // it wrote it), and bytes read from the upstream.
     let delivered = 0;
+    let read = 0;
     let settled = false;
+    // Read through one iterator, never left with `break`: leaving a for-await would destroy the
+    // body, and an aborted call reads the rest of it to measure the share the client took.
+    const chunks = (response.body as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
     const bill = (chars: number): Metered => ({ unit: 'characters', quantity: chars, costMicros: speechCostMicros(model.pricing, chars) });
     try {
       try {
-        for await (const chunk of response.body as AsyncIterable<Buffer>) {
-          delivered += chunk.length;
-          yield chunk;
+        for (;;) {
+          const next = await chunks.next();
+          if (next.done) break;
+          read += next.value.length;
+          yield next.value;
+          delivered += next.value.length;
         }
       } catch (error) {
         if (ctx.signal.aborted) return; // settled in finally, as a client abort
@@ -248,8 +257,8 @@ export class MediaService {
       if (!settled) {
         // The client left mid-audio: it pays the share of the characters it was sent, measured
         // against the whole audio (the rest is read, for at most SPEECH_DRAIN_MS, and dropped).
-        const rest = await drainCount(response, SPEECH_DRAIN_MS);
-        const share = delivered === 0 ? 0 : Math.ceil((characters * delivered) / (delivered + rest));
+        const total = read + (await drainCount(response, chunks, SPEECH_DRAIN_MS));
+        const share = delivered === 0 ? 0 : Math.ceil((characters * delivered) / total);
         await this.settle(model, ctx, admission, bill(share), 499, 'client_disconnected').catch((error: unknown) =>
           this.logger.error({ err: error, req_id: ctx.requestId }, 'could not settle an aborted speech call'),
         );
@@ -475,16 +484,17 @@ async function countInputTokens(input: EmbeddingInput): Promise<number> {
   return total;
 }
 
-/** Reads and drops the rest of a body for at most `ms`; the bytes read. */
-async function drainCount(response: UpstreamResponse, ms: number): Promise<number> {
+/** Reads and drops the rest of a body for at most `ms`, then destroys it; the bytes read. */
+async function drainCount(response: UpstreamResponse, chunks: AsyncIterator<Buffer>, ms: number): Promise<number> {
   let bytes = 0;
   const timer = setTimeout(() => response.body.destroy(), ms);
   try {
-    for await (const chunk of response.body as AsyncIterable<Buffer>) bytes += chunk.length;
+    for (let next = await chunks.next(); !next.done; next = await chunks.next()) bytes += next.value.length;
   } catch {
     // Cut by the timer or the upstream: what was read is the measure.
   } finally {
     clearTimeout(timer);
+    response.body.destroy();
   }
   return bytes;
 }
