@@ -52,8 +52,24 @@ import {
  */
 
 const daemon = await startDaemon(t);
-/** A silent, empty 8 kHz mono WAV file, base64-encoded (transcription shape B). */
-const SILENT_WAV = 'UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQAAAAA=';
+/** Half a second of silence, 8 kHz 8-bit mono WAV, base64-encoded (transcription shape B). */
+const SILENT_WAV = (() => {
+  const samples = 4000;
+  const wav = Buffer.alloc(44 + samples, 0x80);
+  wav.write('RIFF', 0);
+  wav.writeUInt32LE(36 + samples, 4);
+  wav.write('WAVEfmt ', 8);
+  wav.writeUInt32LE(16, 16);
+  wav.writeUInt16LE(1, 20); // PCM
+  wav.writeUInt16LE(1, 22); // mono
+  wav.writeUInt32LE(8000, 24);
+  wav.writeUInt32LE(8000, 28);
+  wav.writeUInt16LE(1, 32);
+  wav.writeUInt16LE(8, 34);
+  wav.write('data', 36);
+  wav.writeUInt32LE(samples, 40);
+  return wav.toString('base64');
+})();
 
 /** How to make one successful call to an endpoint, and what its 200 must look like. */
 interface SuccessCase {

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { at, str } from './check.js';
 import { CHAT, conforms, expectError, funded, MODEL, PASSWORD, sim, signup, startDaemon, uniqueEmail } from './harness.js';
-import { API_KEY, CHAT_COMPLETION, DECISIONS, LIMIT_VALUES, LIMITS, MEDIA_TODO } from './spec.js';
+import { API_KEY, CHAT_COMPLETION, DECISIONS, LIMIT_VALUES, LIMITS } from './spec.js';
 
 /**
  * Contract: the spec's Limits table. Its two API-key rate-limit statements conflict; the
@@ -118,9 +118,9 @@ t.test(`${LIMITS[7]?.limit}: ${LIMITS[7]?.value} (${LIMITS[7]?.appliesTo}); emai
   expectError(t, await daemon.call('POST', '/api/auth/signup', { body: { email: uniqueEmail(), password: PASSWORD } }), 400, 'no name', { param: 'name' });
 });
 
-// Media limits: written against the spec, todo until the endpoints are served.
+// Media limits.
 const key = await funded(daemon, 100);
-t.test(`${LIMITS[2]?.limit}: ${LIMITS[2]?.value}`, { todo: MEDIA_TODO }, async (t) => {
+t.test(`${LIMITS[2]?.limit}: ${LIMITS[2]?.value}`, async (t) => {
   const ok = await daemon.call('POST', '/v1/audio/speech', { token: key.key, body: { model: 'openai/tts-1', voice: 'alloy', input: 'x'.repeat(LIMIT_VALUES.speechInputMax) } });
   t.equal(ok.status, 200, `${LIMIT_VALUES.speechInputMax} characters are accepted`);
   expectError(t, await daemon.call('POST', '/v1/audio/speech', { token: key.key, body: { model: 'openai/tts-1', voice: 'alloy', input: 'x'.repeat(LIMIT_VALUES.speechInputMax + 1) } }), 400, 'one character more', {
@@ -128,7 +128,7 @@ t.test(`${LIMITS[2]?.limit}: ${LIMITS[2]?.value}`, { todo: MEDIA_TODO }, async (
   });
 });
 
-t.test(`${LIMITS[3]?.limit}: ${LIMITS[3]?.value}`, { todo: MEDIA_TODO }, async (t) => {
+t.test(`${LIMITS[3]?.limit}: ${LIMITS[3]?.value}`, async (t) => {
   for (const speed of [LIMIT_VALUES.speed.min, 1, LIMIT_VALUES.speed.max]) {
     t.equal((await daemon.call('POST', '/v1/audio/speech', { token: key.key, body: { model: 'openai/tts-1', voice: 'alloy', input: 'hi', speed } })).status, 200, `speed ${speed}`);
   }
@@ -137,10 +137,10 @@ t.test(`${LIMITS[3]?.limit}: ${LIMITS[3]?.value}`, { todo: MEDIA_TODO }, async (
   }
 });
 
-t.test(`${LIMITS[4]?.limit}: ${LIMITS[4]?.value}`, { todo: MEDIA_TODO }, async (t) => {
+t.test(`${LIMITS[4]?.limit}: ${LIMITS[4]?.value}`, async (t) => {
   expectError(t, await daemon.call('POST', '/v1/images/generations', { token: key.key, body: { prompt: 'x'.repeat(LIMIT_VALUES.imagePromptMaxV3 + 1) } }), 400, 'a v3 prompt over the limit', { param: 'prompt' });
 });
 
-t.test(`${LIMITS[5]?.limit}: ${LIMITS[5]?.value}`, { todo: MEDIA_TODO }, async (t) => {
+t.test(`${LIMITS[5]?.limit}: ${LIMITS[5]?.value}`, async (t) => {
   expectError(t, await daemon.call('POST', '/v1/images/generations', { token: key.key, body: { prompt: 'a cat', n: LIMIT_VALUES.imagesPerRequestV3 + 1 } }), 400, 'n over the v3 limit', { param: 'n' });
 });

@@ -218,17 +218,15 @@ export interface EndpointRow {
   todo?: string;
 }
 
-export const MEDIA_TODO = 'issue 12: media endpoints not served yet';
-
 /** Spec: "Endpoints" table (every row), with the statuses of "Errors › 2" per endpoint. */
 export const ENDPOINTS: readonly EndpointRow[] = [
   { method: 'POST', path: '/v1/chat/completions', auth: 'api_key', purpose: 'Chat completion (JSON or SSE stream), tools, vision', stated: [402, 429] },
   { method: 'POST', path: '/v1/responses', auth: 'api_key', purpose: 'Responses-format call', stated: [402, 429] },
   { method: 'POST', path: '/v1/messages', auth: 'api_key', purpose: 'Messages-format call', stated: [402, 429] },
-  { method: 'POST', path: '/v1/embeddings', auth: 'api_key', purpose: 'Text embeddings', stated: [], todo: MEDIA_TODO },
-  { method: 'POST', path: '/v1/audio/speech', auth: 'api_key', purpose: 'Text to speech', stated: [], todo: MEDIA_TODO },
-  { method: 'POST', path: '/v1/audio/transcriptions', auth: 'api_key', purpose: 'Speech to text', stated: [], todo: MEDIA_TODO },
-  { method: 'POST', path: '/v1/images/generations', auth: 'api_key', purpose: 'Image generation', stated: [], todo: MEDIA_TODO },
+  { method: 'POST', path: '/v1/embeddings', auth: 'api_key', purpose: 'Text embeddings', stated: [] },
+  { method: 'POST', path: '/v1/audio/speech', auth: 'api_key', purpose: 'Text to speech', stated: [] },
+  { method: 'POST', path: '/v1/audio/transcriptions', auth: 'api_key', purpose: 'Speech to text', stated: [] },
+  { method: 'POST', path: '/v1/images/generations', auth: 'api_key', purpose: 'Image generation', stated: [] },
   { method: 'GET', path: '/v1/credits', auth: 'api_key', purpose: 'Wallet balance', stated: [] },
   { method: 'GET', path: '/v1/models', auth: 'none', purpose: 'Model list, compatible format', stated: [] },
   { method: 'GET', path: '/api/models', auth: 'none', purpose: 'Public model catalog', stated: [] },
@@ -292,10 +290,10 @@ export interface LimitRow {
 export const LIMITS: readonly LimitRow[] = [
   { limit: 'API key rate limit (authentication reference, the row the gateway picked)', value: 'range 1 to 10,000 per minute; default 10,000 through the API; above 10,000 rejected', appliesTo: 'API keys' },
   { limit: 'Key budget', value: 'INR; 0 is unlimited', appliesTo: 'API keys' },
-  { limit: 'Speech input length', value: '4096 characters', appliesTo: '/v1/audio/speech', todo: MEDIA_TODO },
-  { limit: 'Speed', value: '0.25 to 4', appliesTo: '/v1/audio/speech', todo: MEDIA_TODO },
-  { limit: 'Image prompt length', value: '4000 characters (v3 model)', appliesTo: '/v1/images/generations', todo: MEDIA_TODO },
-  { limit: 'Images per request', value: '1 (v3 model)', appliesTo: '/v1/images/generations', todo: MEDIA_TODO },
+  { limit: 'Speech input length', value: '4096 characters', appliesTo: '/v1/audio/speech' },
+  { limit: 'Speed', value: '0.25 to 4', appliesTo: '/v1/audio/speech' },
+  { limit: 'Image prompt length', value: '4000 characters (v3 model)', appliesTo: '/v1/images/generations' },
+  { limit: 'Images per request', value: '1 (v3 model)', appliesTo: '/v1/images/generations' },
   { limit: 'Temperature', value: '0 to 2', appliesTo: '/v1/chat/completions' },
   { limit: 'Password length', value: 'minimum 8 characters', appliesTo: 'signup' },
 ];
