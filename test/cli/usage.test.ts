@@ -48,6 +48,16 @@ t.test('usage list and usage tail against a daemon making real calls', async (t)
   t.match(table.stdout, /TIME\s+ACCOUNT\s+KEY\s+MODEL\s+IN\s+OUT\s+COST\s+LATENCY\s+STATUS/);
   t.match(table.stdout, /tail@example\.com\s+tail app\s+openai\/gpt-4o-mini\s+1000\s+500\s+₹0\.0378/);
 
+  // Media calls show their billed units.
+  await client.audio.speech.create({ model: 'openai/tts-1', input: 'twelve chars', voice: 'alloy' }).then((res) => res.arrayBuffer());
+  await client.images.generate({ model: 'openai/dall-e-2', prompt: 'x', n: 2, size: '256x256' });
+  gw.app.settlement.drain();
+  const media = await runCli(['usage', 'list', '--url', gw.url, '--key', gw.adminKey]);
+  t.match(media.stdout, /openai\/tts-1\s+12 chars\s+₹0\.01512/, 'speech in characters');
+  t.match(media.stdout, /openai\/dall-e-2\s+2 img\s+₹2\.688/, 'images counted');
+  const mediaJson = JSON.parse((await runCli(['usage', 'list', '--json', '--url', gw.url, '--key', gw.adminKey, '--model', 'openai/tts-1'])).stdout) as { data: Array<Record<string, unknown>> };
+  t.match(mediaJson.data[0], { unit: 'characters', units: 12, endpoint: 'audio.speech' });
+
   const bad = await runCli(['usage', 'list', '--since', 'yesterday', '--url', gw.url, '--key', gw.adminKey]);
   t.equal(bad.code, 2, 'a bad --since is a usage error');
 });

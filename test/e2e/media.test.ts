@@ -482,3 +482,39 @@ t.test('the management usage API shows media calls with their units', async (t) 
   t.equal(usage.status, 200);
   t.match(usage.body.data[0], { model: 'openai/tts-1', endpoint: 'audio.speech', unit: 'characters', units: 5, cost: 0.0063 });
 });
+
+t.test('media calls: a client that leaves is not charged; an upstream that hangs is a 504', async (t) => {
+  const funded = await fundedKey(gw, { balance: 10 });
+  const before = balanceMicros(gw, funded.accountId);
+  sim.enqueue({ delayMs: 2000 });
+  const controller = new AbortController();
+  const pending = request(`${gw.url}/v1/images/generations`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${funded.key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ prompt: 'slow' }),
+    signal: controller.signal,
+  });
+  await until('the upstream call starts', () => sim.activeRequests() > 0);
+  controller.abort();
+  await t.rejects(pending);
+  await until('the upstream call is cancelled', () => sim.activeRequests() === 0);
+  await until('the aborted call settles', () => {
+    gw.app.settlement.drain();
+    return gw.app.store.usage.list({ limit: 5, accountId: funded.accountId }).some((row) => row.status === 499);
+  });
+  t.equal(balanceMicros(gw, funded.accountId), before, 'nothing charged');
+  await noHolds(t, gw, funded);
+
+  const strict = await startTestGateway({ providers: { ...simulatedProviders(sim.url), openai: { type: 'openai', base_url: `${sim.url}/v1`, api_key: sim.apiKey, timeouts: { connect: '1s', first_byte: '300ms', idle: '300ms' } } } });
+  t.teardown(() => strict.stop());
+  const key = await fundedKey(strict, { balance: 10 });
+  sim.enqueue({ hangAfterEvents: 0 });
+  const hung = await postJson(`${strict.url}/v1/embeddings`, { authorization: `Bearer ${key.key}` }, { model: 'text-embedding-3-small', input: 'x' });
+  t.equal(hung.status, 504);
+  t.match(hung.json, { error: { code: 504, type: 'timeout_error', reason: 'upstream_timeout' } });
+  sim.enqueue({ hangAfterEvents: 1, audioChunkBytes: 1000 });
+  const stalled = await request(`${strict.url}/v1/audio/speech`, { method: 'POST', headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'tts-1', input: 'stall', voice: 'alloy' }) });
+  await t.rejects(stalled.body.arrayBuffer(), 'a stalled audio stream is cut after the idle timeout');
+  strict.app.settlement.drain();
+  t.equal(balanceMicros(strict, key.accountId), 10_000_000, 'timeouts are not charged');
+});
