@@ -466,6 +466,10 @@ t.test('media calls: 402 with an empty wallet, key budgets, one rate-limit windo
   await t.rejects(cut.body.arrayBuffer(), 'the client sees the audio cut, not a clean end');
   await until('the cut call settles', () => (gw.app.settlement.drain(), usageRow(gw, header(cut, 'x-request-id')) !== undefined));
   t.match(usageRow(gw, header(cut, 'x-request-id')), { status: 502, costMicros: 0 });
+  sim.enqueue({ disconnectAfterEvents: 0 });
+  const broken = await post('/v1/audio/speech', funded, { model: 'tts-1', input: 'no audio', voice: 'alloy' });
+  t.equal(broken.status, 502, 'broken before the first byte: an error envelope, not an empty 200');
+  t.match(broken.json, { error: { code: 502, type: 'upstream_error' } });
   sim.enqueue({ error: { status: 400, message: 'bad audio' } });
   const rejected = await postJson(`${gw.url}/v1/audio/transcriptions`, { authorization: `Bearer ${funded.key}` }, { model: 'deepgram/nova-3', input_audio: { data: sampleAudio('wav').toString('base64'), format: 'wav' } });
   t.equal(rejected.status, 400);

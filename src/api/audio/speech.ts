@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { App } from '../../app.js';
 import { SPEECH_FORMATS } from '../../config/types.js';
 import { errors } from '../../core/errors.js';
@@ -35,6 +36,18 @@ export function decodeSpeech(raw: unknown): { draft: SpeechDraft; ignored: strin
  * POST /v1/audio/speech: the audio is relayed to the client as the upstream produces it (one
  * write per upstream chunk, waiting for the socket to drain), never buffered whole.
  */
+function drainedOrClosed(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
 export function registerSpeechRoutes(router: Router<Route>, app: App): void {
   router.add('POST', '/v1/audio/speech', {
     handle: async (ctx) => {
@@ -43,28 +56,26 @@ export function registerSpeechRoutes(router: Router<Route>, app: App): void {
       const outcome = await app.media.speech(draft, callContext(ctx, key, 'audio.speech'));
       if (ignored.length > 0) outcome.headers['x-gateway-ignored-params'] = [outcome.headers['x-gateway-ignored-params'], ...ignored].filter(Boolean).join(', ');
       const res = ctx.res;
-      res.writeHead(200, responseHeaders(res, { 'content-type': outcome.contentType, 'cache-control': 'no-store' }, outcome.headers));
-      res.flushHeaders();
+      const audio = outcome.audio;
       try {
-        for await (const chunk of outcome.audio) {
+        // Headers go with the first audio bytes (one write; the time to first byte is the upstream's).
+        let next = await audio.next();
+        res.writeHead(200, responseHeaders(res, { 'content-type': outcome.contentType, 'cache-control': 'no-store' }, outcome.headers));
+        while (!next.done) {
           if (res.destroyed) break;
-          if (!res.write(chunk)) {
-            await new Promise<void>((resolve) => {
-              const done = (): void => {
-                res.off('drain', done);
-                res.off('close', done);
-                resolve();
-              };
-              res.on('drain', done);
-              res.on('close', done);
-            });
-          }
+          if (!res.write(next.value)) await drainedOrClosed(res);
+          next = await audio.next();
         }
       } catch (error) {
+        // Before any audio: the error envelope, as for any failed call.
+        if (!res.headersSent) throw error;
         // The upstream broke mid-audio: cut the response so the client sees it incomplete.
         app.logger.warn({ err: error, req_id: ctx.requestId }, 'speech upstream failed mid-stream');
         res.destroy();
         return;
+      } finally {
+        // Ends the relay where the loop left it (a client that left): the call settles there.
+        await audio.return(undefined);
       }
       if (!res.destroyed) res.end();
     },
