@@ -117,6 +117,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       }
       flushLastUsed(app);
       // Streams cut at the timeout settle (as 499) once their connections have closed.
+      app.media.stopDrains();
       await Promise.all([app.chat.settled(2000), app.media.settled(2000)]);
       app.hostedImages.close();
       await app.settlement.close();

@@ -20,17 +20,30 @@ export function extensionOf(filename: string): string {
   return dot === -1 ? '' : filename.slice(dot + 1).toLowerCase();
 }
 
+export interface AudioProbe {
+  /** Seconds, when the file states them (or its frames give them). */
+  seconds?: number;
+  /** Whether the bytes are audio the parser recognized (a container it could read). */
+  recognized: boolean;
+}
+
 /**
- * The duration of an audio file in seconds, read from its own headers (or, where they do not
- * state it, by walking its frames): undefined when the bytes are not audio music-metadata
- * can read.
+ * The duration of an audio file, read from its own headers (or, where they do not state it,
+ * by walking its frames). Tried with the client's media type, then the extension's, then
+ * with none (the parser sniffs the bytes): clients often send a generic or wrong type.
+ * A recording without a duration in its headers (a browser's WebM) is recognized without one.
  */
-export async function audioDurationSeconds(audio: Buffer, mimeType: string): Promise<number | undefined> {
-  try {
-    const metadata = await parseBuffer(audio, { mimeType, size: audio.length }, { duration: true, skipCovers: true, skipPostHeaders: true });
-    const duration = metadata.format.duration;
-    return typeof duration === 'number' && Number.isFinite(duration) && duration > 0 ? duration : undefined;
-  } catch {
-    return undefined;
+export async function probeAudio(audio: Buffer, ...mimeTypes: Array<string | undefined>): Promise<AudioProbe> {
+  let recognized = false;
+  for (const mimeType of [...new Set([...mimeTypes, undefined])]) {
+    try {
+      const metadata = await parseBuffer(audio, mimeType ? { mimeType, size: audio.length } : { size: audio.length }, { duration: true, skipCovers: true, skipPostHeaders: true });
+      const duration = metadata.format.duration;
+      if (typeof duration === 'number' && Number.isFinite(duration) && duration > 0) return { seconds: duration, recognized: true };
+      if (metadata.format.container || metadata.format.codec) recognized = true;
+    } catch {
+      // Not this type: try the next.
+    }
   }
+  return { recognized };
 }

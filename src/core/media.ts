@@ -122,4 +122,6 @@ export interface ImageResult {
   quality?: string;
   /** The size it says it used (`auto` resolved). */
   size?: string;
+  /** Prompt tokens the upstream billed (GPT image models bill text input per token). */
+  inputTokens?: number;
 }

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import busboy from 'busboy';
-import { errors, GatewayError } from '../core/errors.js';
+import { CallAborted, errors, GatewayError } from '../core/errors.js';
 
 export interface UploadedFile {
   field: string;
@@ -59,7 +59,9 @@ export function readMultipart(req: IncomingMessage, limits: MultipartLimits): Pr
       });
       stream.on('limit', () => {
         chunks.length = 0;
-        fail(new GatewayError({ status: 413, type: 'request_too_large', reason: 'file_too_large', param: name, message: `${name}: the file exceeds the limit of ${limits.fileBytes} bytes` }));
+        // Refused at once: the rest of the body is not read (the server closes the connection).
+        req.unpipe(parser);
+        reject(new GatewayError({ status: 413, type: 'request_too_large', reason: 'file_too_large', param: name, message: `${name}: the file exceeds the limit of ${limits.fileBytes} bytes` }));
       });
       stream.on('end', () => {
         if (failure) return;
@@ -75,7 +77,9 @@ export function readMultipart(req: IncomingMessage, limits: MultipartLimits): Pr
       reject(failure ?? errors.invalidField('body', `is not a well-formed multipart/form-data body (${error.message})`));
     });
     parser.on('close', () => (failure ? reject(failure) : resolve(form)));
-    req.on('error', (error) => reject(error));
+    // The client went away mid-upload: an abort, not a server error.
+    req.on('error', () => reject(new CallAborted('client disconnected during the upload')));
+    req.on('aborted', () => reject(new CallAborted('client disconnected during the upload')));
     req.pipe(parser);
   });
 }

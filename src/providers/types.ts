@@ -9,8 +9,11 @@ export interface UpstreamRequest {
   headers: Readonly<Record<string, string>>;
   /** Sent as JSON, unless `rawBody` is given. */
   body: unknown;
-  /** Bytes sent as they are (a multipart form, an audio file); the headers carry their content type. */
-  rawBody?: Buffer;
+  /**
+   * Bytes sent as they are (a multipart form, an audio file), one buffer or several sent in
+   * order; the headers carry their content type (and, for several, their content-length).
+   */
+  rawBody?: Buffer | readonly Buffer[];
   /** Canonical parameters this provider cannot take; dropped, and named to the client. */
   ignoredParams: string[];
 }

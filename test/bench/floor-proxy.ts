@@ -4,11 +4,12 @@ import { parseArgs } from 'node:util';
 import { Agent, request } from 'undici';
 
 /**
- * The floor: the least a Node gateway can do for one chat call. node:http in, `undici.request`
- * out on a kept-alive Agent; the JSON request parsed and re-serialized once (the model's
- * provider prefix dropped, the upstream key put in); JSON answers parsed and re-serialized
- * once; SSE answers piped chunk for chunk (with drain backpressure). No auth, no limits, no
- * billing, no logging: whatever the gateway costs above this is the gateway's own work.
+ * The floor: the least a Node gateway can do for one chat, embeddings or speech call. node:http
+ * in, `undici.request` out on a kept-alive Agent; the JSON request parsed and re-serialized once
+ * (the model's provider prefix dropped, the upstream key put in); JSON answers parsed and
+ * re-serialized once; SSE and audio answers piped chunk for chunk (with drain backpressure). No
+ * auth, no limits, no billing, no logging: whatever the gateway costs above this is the
+ * gateway's own work.
  *
  *   node --import tsx test/bench/floor-proxy.ts --upstream http://127.0.0.1:PORT --key sim-key [--port 0]
  * Prints `floor listening on http://127.0.0.1:PORT` when ready.
@@ -48,8 +49,12 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
   });
 }
 
+/** The paths passed through, to the same path upstream. */
+const PATHS = new Set(['/v1/chat/completions', '/v1/embeddings', '/v1/audio/speech']);
+
 async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-  if (req.method !== 'POST' || req.url !== '/v1/chat/completions') return fail(res, 404, 'not found');
+  const path = req.url ?? '';
+  if (req.method !== 'POST' || !PATHS.has(path)) return fail(res, 404, 'not found');
   const controller = new AbortController();
   res.once('close', () => {
     if (!res.writableFinished) controller.abort();
@@ -62,7 +67,7 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
   }
   if (typeof body.model === 'string') body.model = body.model.slice(body.model.indexOf('/') + 1);
   try {
-    const response = await request(`${upstream}/v1/chat/completions`, {
+    const response = await request(`${upstream}${path}`, {
       method: 'POST',
       headers: { authorization: upstreamAuth, 'content-type': 'application/json' },
       body: JSON.stringify(body),
@@ -70,8 +75,9 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
       signal: controller.signal,
     });
     const type = String(response.headers['content-type'] ?? '');
-    if (type.startsWith('text/event-stream')) {
-      res.writeHead(response.statusCode, { 'content-type': type, 'cache-control': 'no-cache' });
+    const sse = type.startsWith('text/event-stream');
+    if (sse || type.startsWith('audio/')) {
+      res.writeHead(response.statusCode, { 'content-type': type, 'cache-control': sse ? 'no-cache' : 'no-store' });
       res.flushHeaders();
       for await (const chunk of response.body as AsyncIterable<Buffer>) {
         if (!res.write(chunk)) await new Promise((resolve) => res.once('drain', resolve));

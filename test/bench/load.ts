@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import { Pool } from 'undici';
 import { cpuMicros } from './procs.js';
 
@@ -7,16 +8,37 @@ import { cpuMicros } from './procs.js';
  * counted from the scheduled send time, so queueing anywhere shows up in it).
  */
 
-export type WorkloadId = 'chat' | 'stream' | 'messages';
+export type WorkloadId = 'chat' | 'stream' | 'messages' | 'embeddings' | 'speech' | 'embeddings-float';
 
-export const WORKLOADS: Record<WorkloadId, { label: string; stream: boolean }> = {
-  chat: { label: 'chat completions, JSON', stream: false },
-  stream: { label: 'chat completions, stream', stream: true },
-  messages: { label: 'messages stream (translated)', stream: true },
+export interface Workload {
+  label: string;
+  /** Answered as a stream: its time to first content (TTFT, or TTFB for audio) is measured. */
+  stream: boolean;
+  /** What that first-content time is called: a text delta (TTFT) or the first audio byte (TTFB). */
+  first?: 'TTFT' | 'TTFB';
+  /** The gateway's model id (direct to the simulator: without its provider prefix). */
+  model: string;
+  /** A media endpoint (embeddings, speech). */
+  media?: boolean;
+  /** Left out of a full run; runs when named in --only. */
+  optIn?: boolean;
+}
+
+export const WORKLOADS: Record<WorkloadId, Workload> = {
+  chat: { label: 'chat completions, JSON', stream: false, model: 'openai/gpt-4o-mini' },
+  stream: { label: 'chat completions, stream', stream: true, first: 'TTFT', model: 'openai/gpt-4o-mini' },
+  messages: { label: 'messages stream (translated)', stream: true, first: 'TTFT', model: 'openai/gpt-4o-mini' },
+  embeddings: { label: 'embeddings, one sentence, base64', stream: false, model: 'openai/text-embedding-3-small', media: true },
+  speech: { label: 'speech, mp3 streamed', stream: true, first: 'TTFB', model: 'openai/tts-1', media: true },
+  // The float form: a JSON array of 1536 numbers each way (several times the bytes of the base64 string).
+  'embeddings-float': { label: 'embeddings, one sentence, float', stream: false, model: 'openai/text-embedding-3-small', media: true, optIn: true },
 };
 
 export type TargetKind = 'direct' | 'floor' | 'gateway';
-type Format = 'chat-json' | 'chat-sse' | 'messages-sse';
+type Format = 'chat-json' | 'chat-sse' | 'messages-sse' | 'embeddings-json' | 'audio';
+
+/** Whether a format's answer arrives in pieces whose first one is timed (TTFT / TTFB). */
+const streamed = (format: Format): boolean => format !== 'chat-json' && format !== 'embeddings-json';
 
 /** One request shape: path, serialized body and how to check the answer. */
 export interface Spec {
@@ -24,6 +46,10 @@ export interface Spec {
   body: string;
   format: Format;
   anthropic: boolean;
+  /** embeddings-json: one vector of this length, in this encoding. */
+  embedding?: { dimensions: number; encoding: 'base64' | 'float' };
+  /** audio: this content type and exactly this many bytes. */
+  audio?: { contentType: string; bytes: number };
 }
 
 export interface Counts {
@@ -68,12 +94,42 @@ export function makeTarget(id: string, kind: TargetKind, origin: string, pid: nu
 }
 
 export const PROMPT = 'Say hello to the benchmark.';
+/** One sentence to embed (the simulator computes a vector per word: keep it short). */
+export const EMBEDDING_INPUT = 'The benchmark measures what the gateway adds to one embedding call.';
+export const EMBEDDING_DIMENSIONS = 1536;
+/** The text to speak (billed per character: 64 of them). */
+export const SPEECH_INPUT = 'Hello from the benchmark: a short sentence, spoken as mp3 audio.';
+/** The simulator answers every mp3 speech request with this fixture (4436 bytes, two chunks of at most 4096). */
+export const SPEECH_BYTES = statSync(new URL('../fixtures/audio/speech.mp3', import.meta.url)).size;
 
-/** The request a target gets for a workload; `directive` appends a `SIM: {...}` scenario. */
+/**
+ * The request a target gets for a workload; `directive` appends a `SIM: {...}` scenario (chat
+ * workloads only: media requests carry no prompt, the simulator's default shape answers them).
+ */
 export function specFor(target: Target, workload: WorkloadId, directive?: object): Spec {
+  const id = WORKLOADS[workload].model;
+  const model = target.kind === 'direct' ? id.slice(id.indexOf('/') + 1) : id;
+  if (workload === 'embeddings' || workload === 'embeddings-float') {
+    const encoding = workload === 'embeddings' ? 'base64' : 'float';
+    return {
+      path: '/v1/embeddings',
+      body: JSON.stringify({ model, input: EMBEDDING_INPUT, encoding_format: encoding }),
+      format: 'embeddings-json',
+      anthropic: false,
+      embedding: { dimensions: EMBEDDING_DIMENSIONS, encoding },
+    };
+  }
+  if (workload === 'speech') {
+    return {
+      path: '/v1/audio/speech',
+      body: JSON.stringify({ model, input: SPEECH_INPUT, voice: 'alloy', response_format: 'mp3' }),
+      format: 'audio',
+      anthropic: false,
+      audio: { contentType: 'audio/mpeg', bytes: SPEECH_BYTES },
+    };
+  }
   const content = directive ? `${PROMPT}\nSIM: ${JSON.stringify(directive)}` : PROMPT;
   const messages = [{ role: 'user', content }];
-  const model = target.kind === 'direct' ? 'gpt-4o-mini' : 'openai/gpt-4o-mini';
   if (workload === 'messages' && target.kind === 'gateway') {
     return { path: '/v1/messages', body: JSON.stringify({ model, max_tokens: 1024, stream: true, messages }), format: 'messages-sse', anthropic: true };
   }
@@ -88,10 +144,10 @@ export function specFor(target: Target, workload: WorkloadId, directive?: object
 
 export interface Outcome {
   ok: boolean;
-  /** performance.now() at the first content chunk (JSON: at the end). */
+  /** performance.now() at the first content chunk (audio: its first byte; JSON: at the end). */
   first: number;
   end: number;
-  /** Content chunks (text deltas) received. */
+  /** Content chunks (text deltas) received; audio: network reads that carried bytes. */
   chunks: number;
   error?: string;
 }
@@ -130,6 +186,37 @@ export async function call(target: Target, spec: Spec, options: CallOptions = {}
       if (typeof content !== 'string' || content === '') return failed('malformed JSON answer (no choices[0].message.content)');
       target.counts.ok += 1;
       return { ok: true, first: end, end, chunks: 1 };
+    }
+    if (spec.format === 'embeddings-json') {
+      const json = JSON.parse(await res.body.text());
+      const end = performance.now();
+      const problem = embeddingProblem(json, spec.embedding ?? { dimensions: EMBEDDING_DIMENSIONS, encoding: 'base64' });
+      if (problem) return failed(`malformed embeddings answer (${problem})`);
+      target.counts.ok += 1;
+      return { ok: true, first: end, end, chunks: 1 };
+    }
+    if (spec.format === 'audio') {
+      const expected = spec.audio ?? { contentType: 'audio/mpeg', bytes: SPEECH_BYTES };
+      const type = String(res.headers['content-type'] ?? '');
+      if (type.split(';')[0]?.trim() !== expected.contentType) {
+        await res.body.dump();
+        return failed(`audio answer of content-type "${type}", expected ${expected.contentType}`);
+      }
+      let bytes = 0;
+      for await (const piece of res.body as AsyncIterable<Buffer>) {
+        if (piece.length === 0) continue;
+        if (bytes === 0) {
+          first = performance.now();
+          options.onFirst?.();
+        }
+        bytes += piece.length;
+        chunks += 1;
+        options.onRead?.(1);
+      }
+      const end = performance.now();
+      if (bytes !== expected.bytes) return failed(`audio of ${bytes} bytes, expected ${expected.bytes}`);
+      target.counts.ok += 1;
+      return { ok: true, first, end, chunks };
     }
     const decoder = new TextDecoder();
     let buffer = '';
@@ -183,6 +270,28 @@ export async function call(target: Target, spec: Spec, options: CallOptions = {}
     }
     return failed(`${(error as Error).name}: ${(error as Error).message}`);
   }
+}
+
+/** What is wrong with an embeddings answer (undefined: one vector of the right length and encoding, usage counted). */
+function embeddingProblem(json: any, expected: { dimensions: number; encoding: 'base64' | 'float' }): string | undefined {
+  if (json?.object !== 'list' || !Array.isArray(json.data)) return 'not a list';
+  if (json.data.length !== 1) return `${json.data.length} data items, expected 1`;
+  const item = json.data[0];
+  if (item?.object !== 'embedding' || item.index !== 0) return 'data[0] is not embedding 0';
+  const vector: unknown = item.embedding;
+  if (expected.encoding === 'base64') {
+    if (typeof vector !== 'string') return 'embedding is not a base64 string';
+    // float32 little-endian: 4 bytes per dimension (the length, without decoding).
+    const length = Buffer.byteLength(vector, 'base64') / 4;
+    if (length !== expected.dimensions) return `${length} dimensions, expected ${expected.dimensions}`;
+  } else {
+    if (!Array.isArray(vector)) return 'embedding is not an array';
+    if (vector.length !== expected.dimensions) return `${vector.length} dimensions, expected ${expected.dimensions}`;
+    if (!vector.every((v) => typeof v === 'number' && Number.isFinite(v))) return 'embedding has a non-number';
+  }
+  const tokens: unknown = json.usage?.prompt_tokens;
+  if (typeof tokens !== 'number' || !Number.isInteger(tokens) || tokens <= 0) return 'no usage.prompt_tokens';
+  return undefined;
 }
 
 export interface ClosedResult {
@@ -260,7 +369,7 @@ export async function openLoop(target: Target, spec: Spec, rate: number, durMs: 
               return;
             }
             latency.push(outcome.end - scheduled);
-            if (spec.format !== 'chat-json') ttft.push(outcome.first - scheduled);
+            if (streamed(spec.format)) ttft.push(outcome.first - scheduled);
             chunkCounts[outcome.chunks] = (chunkCounts[outcome.chunks] ?? 0) + 1;
           }),
         );

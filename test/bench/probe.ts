@@ -11,7 +11,7 @@ import { makeTarget, closedLoop, openLoop, specFor, median, WORKLOADS, type Work
  * with 2 s of the open loop, so both profiles cover the same requests. BASE=/other/checkout adds
  * a third target, the daemon from that checkout (built, node_modules in place), for A/B work;
  * BASE_BATCH_WINDOW sets that daemon's billing batch window (BASE may be this checkout).
- * WORKLOAD=stream|messages probes a streaming workload instead of chat JSON.
+ * WORKLOAD=stream|messages|embeddings|speech probes another workload instead of chat JSON.
  * CSW=1 adds the main thread's voluntary context switches per request (csw=, not in the total).
  *
  *   node --import tsx test/bench/probe.ts          (after npm run build)

@@ -99,6 +99,12 @@ export interface WorkloadResult {
   id: string;
   label: string;
   stream: boolean;
+  /** Streams: what ttft50/ttft99 time, the first text delta (TTFT) or the first audio byte (TTFB). */
+  first?: 'TTFT' | 'TTFB';
+  /** The gateway's model id. */
+  model?: string;
+  /** A media endpoint (embeddings, speech). */
+  media?: boolean;
   concurrency: number;
   /** The open-loop rate, the same for every target. */
   rate: number;
@@ -119,6 +125,31 @@ export interface LedgerCheck {
   tightBound: number;
   /** Calls whose cost went past their hold (charged the hold). */
   overHold: number;
+  /** One charge per completed call (charges, usage rows with status 200). */
+  pass: boolean;
+  /** µINR: the ledger's charges, and the usage rows' costs (equal when every charge is its row's cost). */
+  chargedMicros?: number;
+  usageCostMicros?: number;
+  /** Charges whose amount differs from their usage row's cost. */
+  chargesOffUsage?: number;
+  /** Media calls: each billed exactly its units at the catalog's price. */
+  media?: ModelBilling[];
+}
+
+/** A media model's bill in one run: each completed call's usage row and charge against the exact amount. */
+export interface ModelBilling {
+  model: string;
+  unit: string;
+  unitsPerCall: number;
+  costMicrosPerCall: number;
+  /** Completed calls through this gateway (warm-up included). */
+  okCalls: number;
+  /** Usage rows with status 200 for the model. */
+  usageRows: number;
+  /** Of those, rows whose unit, units or cost is not the expected one. */
+  rowsOffPrice: number;
+  chargedMicros: number;
+  expectedMicros: number;
   pass: boolean;
 }
 
@@ -158,6 +189,13 @@ export function machineInfo(): Record<string, string | number> {
 
 const ms = (v: number | undefined): string => (v === undefined || !Number.isFinite(v) ? '-' : v.toFixed(2));
 const int = (v: number | undefined): string => (v === undefined || !Number.isFinite(v) ? '-' : Math.round(v).toString());
+/** µINR as INR, exact (six decimals, trailing zeros dropped). */
+const inr = (micros: number): string => {
+  const sign = micros < 0 ? '-' : '';
+  const abs = Math.abs(micros);
+  const frac = String(abs % 1_000_000).padStart(6, '0').replace(/0+$/, '');
+  return `${sign}${Math.floor(abs / 1_000_000)}${frac ? `.${frac}` : ''}`;
+};
 
 /** The issue's targets, computed from this run. */
 export function evaluate(result: Pick<BenchResult, 'workloads' | 'memory' | 'slowStreams' | 'ledger' | 'failures'>, gateways: string[]): TargetCheck[] {
@@ -207,6 +245,22 @@ export function evaluate(result: Pick<BenchResult, 'workloads' | 'memory' | 'slo
   checks.push({ name: 'no request failed (all targets)', value: failed.length ? failed.map(([t, f]) => `${t}: ${f.failed}`).join(', ') : '0 failed', limit: '0', pass: failed.length === 0 });
   for (const l of result.ledger) {
     checks.push({ name: `${l.target}: one charge per completed call`, value: `${l.charges} charges / ${l.expectedCharges} calls`, limit: 'equal', pass: l.pass });
+    if (l.chargedMicros !== undefined && l.usageCostMicros !== undefined) {
+      checks.push({
+        name: `${l.target}: ledger charges = usage costs`,
+        value: `${inr(l.chargedMicros)} / ${inr(l.usageCostMicros)} INR${l.chargesOffUsage ? `, ${l.chargesOffUsage} charges off their row` : ''}`,
+        limit: 'equal',
+        pass: l.chargedMicros === l.usageCostMicros && l.chargesOffUsage === 0,
+      });
+    }
+    for (const b of l.media ?? []) {
+      checks.push({
+        name: `${l.target}: ${b.model} billed per ${b.unit === 'characters' ? 'character' : 'token'}`,
+        value: `${b.usageRows} rows / ${b.okCalls} calls, ${inr(b.chargedMicros)} INR${b.rowsOffPrice ? `, ${b.rowsOffPrice} rows off price` : ''}`,
+        limit: `${b.unitsPerCall} ${b.unit} × ${inr(b.costMicrosPerCall)} INR per call`,
+        pass: b.pass,
+      });
+    }
   }
   return checks;
 }
@@ -230,15 +284,20 @@ export function render(result: BenchResult): string {
       [`max req/s (closed, c=${w.concurrency})`, ...ids.map((id) => int(t(id).maxRps))],
       ['CPU µs/req at max', ...ids.map((id) => int(t(id).cpuAtMaxUsPerReq))],
       [`CPU µs/req @ ${int(w.rate)} req/s`, ...ids.map((id) => int(t(id).cpuUsPerReq))],
+      // Media tables: the ratio to the floor's CPU per call (the chat ones have it in the targets below).
+      ...(w.media && w.targets.floor
+        ? [['  ÷ floor', ...ids.map((id) => (id === 'direct' ? '-' : `${(t(id).cpuUsPerReq / t('floor').cpuUsPerReq).toFixed(2)}x`))]]
+        : []),
       ['  simulator CPU µs/req', ...ids.map((id) => int(t(id).simCpuUsPerReq))],
       ...(ids.some((id) => t(id).redisCpuUsPerReq !== undefined) ? [['  redis-server CPU µs/req', ...ids.map((id) => int(t(id).redisCpuUsPerReq))]] : []),
       ['latency p50 / p99 / p99.9 ms', ...ids.map((id) => `${ms(t(id).p50)} / ${ms(t(id).p99)} / ${ms(t(id).p999)}`)],
       ['added p50 / p99 / p99.9 ms', ...ids.map((id) => (t(id).added ? `${ms(t(id).added?.p50)} / ${ms(t(id).added?.p99)} / ${ms(t(id).added?.p999)}` : '-'))],
     ];
     if (w.stream) {
-      rows.push(['TTFT p50 / p99 ms', ...ids.map((id) => `${ms(t(id).ttft50)} / ${ms(t(id).ttft99)}`)]);
-      rows.push(['TTFT added p50 / p99 ms', ...ids.map((id) => (t(id).added ? `${ms(t(id).added?.ttft50)} / ${ms(t(id).added?.ttft99)}` : '-'))]);
-      rows.push(['content chunks × responses', ...ids.map(counts)]);
+      const first = w.first ?? 'TTFT';
+      rows.push([`${first} p50 / p99 ms`, ...ids.map((id) => `${ms(t(id).ttft50)} / ${ms(t(id).ttft99)}`)]);
+      rows.push([`${first} added p50 / p99 ms`, ...ids.map((id) => (t(id).added ? `${ms(t(id).added?.ttft50)} / ${ms(t(id).added?.ttft99)}` : '-'))]);
+      rows.push([first === 'TTFB' ? 'audio reads × responses' : 'content chunks × responses', ...ids.map(counts)]);
     } else rows.push(['responses checked', ...ids.map(counts)]);
     rows.push(['failed', ...ids.map((id) => String(t(id).errors))]);
     out.push('', `== ${w.label} — open loop at ${int(w.rate)} req/s (50% of the slowest gateway's max), ${w.targets.direct?.open.length ?? 0} rounds, medians`, table(rows));
@@ -262,6 +321,9 @@ export function render(result: BenchResult): string {
   }
   for (const l of result.ledger) {
     out.push(`  ledger ${l.target}: ${l.charges} charges; calls: ${l.okCalls} ok + ${l.abortedReceiving} aborted after content = ${l.expectedCharges}; usage rows by status ${JSON.stringify(l.usageByStatus)}; charges without usage row ${l.chargesWithoutUsage}; tight prompt bound computed ${l.tightBound} times; calls above their hold ${l.overHold}`);
+    for (const b of l.media ?? []) {
+      out.push(`    ${b.model}: ${b.usageRows} usage rows (200) for ${b.okCalls} completed calls, each ${b.unitsPerCall} ${b.unit} = ${inr(b.costMicrosPerCall)} INR; charged ${inr(b.chargedMicros)} of ${inr(b.expectedMicros)} INR; rows off price ${b.rowsOffPrice}`);
+    }
   }
   out.push('', table([['target (issue 5)', 'value', 'limit', ''], ...result.checks.map((c) => [c.name, c.value, c.limit, c.pass ? 'PASS' : 'MISS'])]));
   if (result.profile) {

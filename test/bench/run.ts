@@ -4,9 +4,11 @@ import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
-import { closedLoop, makeTarget, openLoop, specFor, WORKLOADS, type ClosedResult, type Target, type WorkloadId } from './load.js';
+import { loadConfig } from '../../src/config/load.js';
+import { completionTokens } from '../support/simulator/tokens.js';
+import { closedLoop, EMBEDDING_INPUT, makeTarget, openLoop, SPEECH_INPUT, specFor, WORKLOADS, type ClosedResult, type Target, type WorkloadId } from './load.js';
 import { CLK_TCK, cleanRedisPrefix, gatewayRunsCompiled, localRedisPid, memory, startFloor, startGatewayProc, startSimulator, type GatewayProc, type Memory, type Proc } from './procs.js';
-import { evaluate, machineInfo, render, summarizeOpen, summarizeTarget, topSelfTime, writeResults, type BenchResult, type LedgerCheck, type OpenSummary, type WorkloadResult } from './report.js';
+import { evaluate, machineInfo, render, summarizeOpen, summarizeTarget, topSelfTime, writeResults, type BenchResult, type LedgerCheck, type ModelBilling, type OpenSummary, type WorkloadResult } from './report.js';
 import { slowStreams, type SlowStreamsResult } from './streams.js';
 import { redisReachable } from '../support/redis.js';
 
@@ -16,7 +18,9 @@ import { redisReachable } from '../support/redis.js';
  *
  *   node --import tsx test/bench/run.ts [--quick] [--redis] [--redis-url URL] [--profile]
  *
- * --only chat,stream,messages limits the workloads and skips the slow-streams phase (e.g. `--only chat --profile`).
+ * --only chat,stream,messages,embeddings,speech limits the workloads and skips the slow-streams
+ * phase (e.g. `--only chat --profile`); `--only embeddings-float` runs the float form of the
+ * embeddings call, left out of a full run.
  * --profile runs the gateway under --cpu-prof and prints its top self-time functions (its CPU
  * numbers are then inflated; results go to bench-results/profile-*.json, not latest.json).
  */
@@ -34,9 +38,11 @@ const { values: args } = parseArgs({
 const ROOT = new URL('../../', import.meta.url).pathname;
 const OUT_DIR = join(ROOT, 'bench-results');
 
+// The media workloads (embeddings, speech) run fewer rounds than the chat ones in a full run,
+// so that they add under two minutes to it.
 const plan = args.quick
-  ? { rounds: 2, openRounds: 2, warmupMs: 500, closedWarmMs: 150, closedMs: 600, openMs: 1000, concurrency: 16, streams: 1000, chunkDelayMs: 1000, streamWaitMs: 5000, streamSettleMs: 1000, keys: 48, floorStreams: 0 }
-  : { rounds: 3, openRounds: 5, warmupMs: 1500, closedWarmMs: 300, closedMs: 2500, openMs: 3000, concurrency: 16, streams: 1000, chunkDelayMs: 1000, streamWaitMs: 10_000, streamSettleMs: 2000, keys: 48, floorStreams: 1 };
+  ? { rounds: 2, openRounds: 2, mediaRounds: 2, mediaOpenRounds: 2, warmupMs: 500, closedWarmMs: 150, closedMs: 600, openMs: 1000, concurrency: 16, streams: 1000, chunkDelayMs: 1000, streamWaitMs: 5000, streamSettleMs: 1000, keys: 48, floorStreams: 0 }
+  : { rounds: 3, openRounds: 5, mediaRounds: 2, mediaOpenRounds: 3, warmupMs: 1500, closedWarmMs: 300, closedMs: 2500, openMs: 3000, concurrency: 16, streams: 1000, chunkDelayMs: 1000, streamWaitMs: 10_000, streamSettleMs: 2000, keys: 48, floorStreams: 1 };
 
 const began = performance.now();
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -61,6 +67,8 @@ process.on('SIGINT', () => {
 });
 
 async function main(): Promise<void> {
+  const only = args.only?.split(',').map((w) => w.trim());
+  for (const w of only ?? []) if (!(w in WORKLOADS)) throw new Error(`--only: unknown workload "${w}" (${Object.keys(WORKLOADS).join(', ')})`);
   const redisUrl = args['redis-url'];
   if (args.redis && !(await redisReachable(redisUrl))) throw new Error(`--redis: no Redis at ${redisUrl}`);
   const gatewayEntry = `${gatewayRunsCompiled() ? 'dist/ (compiled)' : 'src/ through tsx (dist/ missing or stale)'}, ${sourceState()}`;
@@ -102,16 +110,19 @@ async function main(): Promise<void> {
   const targets: Target[] = [direct, floor, ...gwTargets];
 
   const workloads: WorkloadResult[] = [];
-  const only = args.only?.split(',').map((w) => w.trim());
-  for (const w of only ?? []) if (!(w in WORKLOADS)) throw new Error(`--only: unknown workload "${w}" (${Object.keys(WORKLOADS).join(', ')})`);
-  for (const id of (Object.keys(WORKLOADS) as WorkloadId[]).filter((w) => !only || only.includes(w))) {
-    const label = WORKLOADS[id].label;
+  // Completed calls per target and workload (warm-up included), for the ledger check by model.
+  const okCalls = new Map<string, Partial<Record<WorkloadId, number>>>(targets.map((t) => [t.id, {}]));
+  for (const id of (Object.keys(WORKLOADS) as WorkloadId[]).filter((w) => (only ? only.includes(w) : !WORKLOADS[w].optIn))) {
+    const { label, media } = WORKLOADS[id];
+    const rounds = media ? plan.mediaRounds : plan.rounds;
+    const openRounds = media ? plan.mediaOpenRounds : plan.openRounds;
+    const okBefore = new Map(targets.map((t) => [t.id, t.counts.ok]));
     const specs = new Map(targets.map((t) => [t.id, specFor(t, id)]));
     const spec = (t: Target) => specs.get(t.id) as ReturnType<typeof specFor>;
     say(`${label}: warm-up`);
     for (const t of targets) await closedLoop(t, spec(t), plan.concurrency, 0, plan.warmupMs);
     const closed = new Map<string, ClosedResult[]>(targets.map((t) => [t.id, []]));
-    for (let round = 0; round < plan.rounds; round++) {
+    for (let round = 0; round < rounds; round++) {
       for (const t of targets) closed.get(t.id)?.push(await closedLoop(t, spec(t), plan.concurrency, plan.closedWarmMs, plan.closedMs));
       say(`${label}: closed loop round ${round + 1}: ${targets.map((t) => `${t.id} ${closed.get(t.id)?.at(-1)?.rps.toFixed(0)}/s`).join(', ')}`);
     }
@@ -121,9 +132,9 @@ async function main(): Promise<void> {
     };
     const rate = Math.max(10, Math.floor(0.5 * Math.min(...gwTargets.map(maxOf))));
     const open = new Map<string, OpenSummary[]>(targets.map((t) => [t.id, []]));
-    // Five open-loop rounds (medians): a latency percentile from one round on a shared VM is
-    // mostly that round's noise.
-    for (let round = 0; round < plan.openRounds; round++) {
+    // Five open-loop rounds (medians; three for media): a latency percentile from one round on a
+    // shared VM is mostly that round's noise.
+    for (let round = 0; round < openRounds; round++) {
       for (const t of targets) {
         const harness0 = process.cpuUsage();
         const redis = t.id === 'gateway-redis' ? redisPid : undefined;
@@ -137,7 +148,9 @@ async function main(): Promise<void> {
     const summaries = Object.fromEntries(
       targets.map((t) => [t.id, summarizeTarget(closed.get(t.id) ?? [], open.get(t.id) ?? [], t.kind === 'direct' ? undefined : directOpen)]),
     );
-    workloads.push({ id, label, stream: WORKLOADS[id].stream, concurrency: plan.concurrency, rate, targets: summaries });
+    const { stream, first, model } = WORKLOADS[id];
+    workloads.push({ id, label, stream, ...(first ? { first } : {}), model, ...(media ? { media } : {}), concurrency: plan.concurrency, rate, targets: summaries });
+    for (const t of targets) (okCalls.get(t.id) as Partial<Record<WorkloadId, number>>)[id] = t.counts.ok - (okBefore.get(t.id) ?? 0);
   }
 
   const peak: Record<string, Memory> = { floor: memory(floorProc.pid) };
@@ -158,7 +171,7 @@ async function main(): Promise<void> {
     const target = gwTargets[i] as Target;
     await waitForSettlement(gw.dbPath);
     await gw.stop();
-    ledger.push(checkLedger(gw, target));
+    ledger.push(checkLedger(gw, target, okCalls.get(target.id) ?? {}));
   }
   await floorProc.stop();
   await sim.stop();
@@ -232,10 +245,41 @@ async function waitForSettlement(dbPath: string): Promise<void> {
   }
 }
 
-function checkLedger(gw: GatewayProc, target: Target): LedgerCheck {
+/**
+ * The media calls' exact bill, per completed call: speech by the characters of its input at the
+ * catalog's price per 1M characters, embeddings by the tokens the upstream (the simulator)
+ * reports at the price per 1M input tokens, each rounded up to the µINR once.
+ */
+function mediaExpectations(gw: GatewayProc, ran: Partial<Record<WorkloadId, number>>): Array<{ model: string; unit: string; units: number; costMicros: number; calls: number }> {
+  const models = loadConfig({ file: join(gw.dir, 'gateway.yaml'), env: {} }).models;
+  const price = (id: string) => {
+    const model = models.find((m) => m.id === id);
+    if (!model) throw new Error(`ledger check: model ${id} is not in the gateway's catalog`);
+    return model.pricing;
+  };
+  const perMillion = (units: number, microsPer1M: number): number => Number((BigInt(units) * BigInt(microsPer1M) + 999_999n) / 1_000_000n);
+  const out: Array<{ model: string; unit: string; units: number; costMicros: number; calls: number }> = [];
+  const calls = (ids: WorkloadId[]): number | undefined => (ids.some((id) => ran[id] !== undefined) ? ids.reduce((sum, id) => sum + (ran[id] ?? 0), 0) : undefined);
+  const embeddingCalls = calls(['embeddings', 'embeddings-float']);
+  if (embeddingCalls !== undefined) {
+    const id = WORKLOADS.embeddings.model;
+    const tokens = completionTokens('openai', id.slice(id.indexOf('/') + 1), EMBEDDING_INPUT);
+    out.push({ model: id, unit: 'tokens', units: tokens, costMicros: perMillion(tokens, price(id).inputPer1M), calls: embeddingCalls });
+  }
+  const speechCalls = calls(['speech']);
+  if (speechCalls !== undefined) {
+    const id = WORKLOADS.speech.model;
+    const chars = [...SPEECH_INPUT].length;
+    out.push({ model: id, unit: 'characters', units: chars, costMicros: perMillion(chars, price(id).inputPer1MChars ?? 0), calls: speechCalls });
+  }
+  return out;
+}
+
+function checkLedger(gw: GatewayProc, target: Target, ran: Partial<Record<WorkloadId, number>>): LedgerCheck {
+  const expectations = mediaExpectations(gw, ran);
   const db = new Database(gw.dbPath, { readonly: true, fileMustExist: true });
   try {
-    const one = (sql: string): number => (db.prepare(sql).get() as { n: number }).n;
+    const one = (sql: string, ...params: unknown[]): number => (db.prepare(sql).get(...params) as { n: number }).n;
     const charges = one("SELECT count(*) AS n FROM ledger WHERE kind = 'charge'");
     const chargesWithoutUsage = one("SELECT count(*) AS n FROM ledger l WHERE kind = 'charge' AND NOT EXISTS (SELECT 1 FROM usage u WHERE u.request_id = l.request_id)");
     const overHold = one('SELECT count(*) AS n FROM usage WHERE uncharged_micros > 0');
@@ -245,6 +289,30 @@ function checkLedger(gw: GatewayProc, target: Target): LedgerCheck {
     for (const row of db.prepare('SELECT status, count(*) AS n FROM usage GROUP BY status').all() as Array<{ status: number; n: number }>) usageByStatus[row.status] = row.n;
     const c = target.counts;
     const expectedCharges = c.ok + c.abortedReceiving;
+    // Every charge in the ledger is its usage row's cost (amounts are negative in the ledger).
+    const chargedMicros = -one("SELECT coalesce(sum(amount_micros), 0) AS n FROM ledger WHERE kind = 'charge'");
+    const usageCostMicros = one('SELECT coalesce(sum(cost_micros), 0) AS n FROM usage');
+    const chargesOffUsage = one("SELECT count(*) AS n FROM ledger l JOIN usage u ON u.request_id = l.request_id WHERE l.kind = 'charge' AND -l.amount_micros <> u.cost_micros");
+    const media: ModelBilling[] = expectations.map((e) => {
+      const rows = one('SELECT count(*) AS n FROM usage WHERE model = ? AND status = 200', e.model);
+      const wrong = one('SELECT count(*) AS n FROM usage WHERE model = ? AND status = 200 AND (unit <> ? OR units <> ? OR cost_micros <> ?)', e.model, e.unit, e.units, e.costMicros);
+      const charged = -one(
+        "SELECT coalesce(sum(l.amount_micros), 0) AS n FROM ledger l JOIN usage u ON u.request_id = l.request_id WHERE l.kind = 'charge' AND u.model = ? AND u.status = 200",
+        e.model,
+      );
+      return {
+        model: e.model,
+        unit: e.unit,
+        unitsPerCall: e.units,
+        costMicrosPerCall: e.costMicros,
+        okCalls: e.calls,
+        usageRows: rows,
+        rowsOffPrice: wrong,
+        chargedMicros: charged,
+        expectedMicros: e.calls * e.costMicros,
+        pass: rows === e.calls && wrong === 0 && charged === e.calls * e.costMicros,
+      };
+    });
     return {
       target: gw.name,
       okCalls: c.ok,
@@ -258,6 +326,10 @@ function checkLedger(gw: GatewayProc, target: Target): LedgerCheck {
       tightBound,
       overHold,
       pass: charges === expectedCharges && chargesWithoutUsage === 0 && (usageByStatus['200'] ?? 0) === c.ok,
+      chargedMicros,
+      usageCostMicros,
+      chargesOffUsage,
+      ...(media.length > 0 ? { media } : {}),
     };
   } finally {
     db.close();

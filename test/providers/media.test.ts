@@ -126,7 +126,9 @@ t.test('OpenAI transcription: a byte-exact multipart form; the answer passed thr
   t.equal(call.url, 'http://upstream.test/v1/audio/transcriptions');
   const type = call.headers['content-type'] ?? '';
   t.match(type, /^multipart\/form-data; boundary=/);
-  const text = call.rawBody?.toString('latin1') ?? '';
+  const raw = Buffer.concat(call.rawBody as Buffer[]);
+  t.equal(call.headers['content-length'], String(raw.length), 'the length of the parts');
+  const text = raw.toString('latin1');
   t.match(text, 'content-disposition: form-data; name="file"; filename="a.wav"\r\ncontent-type: audio/wav\r\n\r\nRIFFdata\r\n');
   t.match(text, 'name="model"\r\n\r\nwhisper-1\r\n');
   t.match(text, 'name="timestamp_granularities[]"\r\n\r\nword\r\n');
@@ -186,8 +188,11 @@ t.test('images: OpenAI passes response_format only where the model takes it; Gem
 });
 
 t.test('multipart: fields in order, quotes escaped', async (t) => {
-  const { body, contentType } = buildMultipart([{ name: 'a"b', value: 'x' }, { name: 'file', filename: 'f.mp3', contentType: 'audio/mpeg', data: Buffer.from([0, 255]) }], 'B');
+  const { parts, length, contentType } = buildMultipart([{ name: 'a"b', value: 'x' }, { name: 'file', filename: 'f.mp3', contentType: 'audio/mpeg', data: Buffer.from([0, 255]) }], 'B');
   t.equal(contentType, 'multipart/form-data; boundary=B');
+  const body = Buffer.concat(parts);
+  t.equal(length, body.length);
+  t.ok(parts.some((part) => part.length === 2 && part[1] === 255), 'the file is one of the parts, not copied into a whole');
   t.same(body, Buffer.concat([Buffer.from('--B\r\ncontent-disposition: form-data; name="a%22b"\r\n\r\nx\r\n--B\r\ncontent-disposition: form-data; name="file"; filename="f.mp3"\r\ncontent-type: audio/mpeg\r\n\r\n'), Buffer.from([0, 255]), Buffer.from('\r\n--B--\r\n')]));
 });
 

@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { App } from '../../app.js';
 import { SPEECH_FORMATS } from '../../config/types.js';
 import { errors } from '../../core/errors.js';
-import type { SpeechDraft } from '../../core/gateway/media.js';
+import { addIgnoredParams, type SpeechDraft } from '../../core/gateway/media.js';
 import { optionalEnum, optionalNumberIn, optionalString, requiredModel, requireObject } from '../../core/validate.js';
 import { responseHeaders } from '../../http/respond.js';
 import type { Route } from '../../http/server.js';
@@ -54,7 +54,7 @@ export function registerSpeechRoutes(router: Router<Route>, app: App): void {
       const key = requireApiKey(app, ctx);
       const { draft, ignored } = decodeSpeech(await ctx.json());
       const outcome = await app.media.speech(draft, callContext(ctx, key, 'audio.speech'));
-      if (ignored.length > 0) outcome.headers['x-gateway-ignored-params'] = [outcome.headers['x-gateway-ignored-params'], ...ignored].filter(Boolean).join(', ');
+      addIgnoredParams(outcome.headers, ignored);
       const res = ctx.res;
       const audio = outcome.audio;
       try {

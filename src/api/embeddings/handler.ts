@@ -1,4 +1,5 @@
 import type { App } from '../../app.js';
+import { addIgnoredParams } from '../../core/gateway/media.js';
 import type { Route } from '../../http/server.js';
 import type { Router } from '../../http/router.js';
 import { requireApiKey } from '../guards.js';
@@ -13,7 +14,7 @@ export function registerEmbeddingRoutes(router: Router<Route>, app: App): void {
       const key = requireApiKey(app, ctx);
       const { draft, ignored } = decodeEmbeddings(await ctx.json());
       const outcome = await app.media.embed(draft, callContext(ctx, key, 'embeddings'));
-      if (ignored.length > 0) outcome.headers['x-gateway-ignored-params'] = [outcome.headers['x-gateway-ignored-params'], ...ignored].filter(Boolean).join(', ');
+      addIgnoredParams(outcome.headers, ignored);
       ctx.send(200, encodeEmbeddings(outcome, draft.encodingFormat), outcome.headers);
     },
   });

@@ -1,6 +1,6 @@
 import type { App } from '../../app.js';
 import { errors } from '../../core/errors.js';
-import type { ImageDraft, ImageOutcome } from '../../core/gateway/media.js';
+import { addIgnoredParams, type ImageDraft, type ImageOutcome } from '../../core/gateway/media.js';
 import { optionalEnum, optionalInteger, optionalString, requireObject } from '../../core/validate.js';
 import { responseHeaders } from '../../http/respond.js';
 import type { RequestContext, Route } from '../../http/server.js';
@@ -65,7 +65,7 @@ export function registerImageRoutes(router: Router<Route>, app: App): void {
       const key = requireApiKey(app, ctx);
       const { draft, ignored } = decodeImages(await ctx.json());
       const outcome = await app.media.generateImages(draft, callContext(ctx, key, 'images.generations'), publicBaseUrl(app, ctx));
-      if (ignored.length > 0) outcome.headers['x-gateway-ignored-params'] = [outcome.headers['x-gateway-ignored-params'], ...ignored].filter(Boolean).join(', ');
+      addIgnoredParams(outcome.headers, ignored);
       ctx.send(200, encodeImages(outcome), outcome.headers);
     },
   });

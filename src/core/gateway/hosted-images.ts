@@ -16,7 +16,7 @@ const NAME = /^([0-9a-z]{1,11})-([A-Za-z0-9_-]{43})\.(png|jpeg|webp)$/;
 
 /**
  * Images the gateway keeps for clients that asked for URLs from a model that answers only in
- * base64 (gpt-image-1, Gemini): files next to the database (daemons sharing it share them),
+ * base64 (gpt-image-1, Gemini): files in `gateway-hosted-images/` next to the database (daemons sharing it share them),
  * each served at an unguessable name for an hour, then deleted by a sweep.
  */
 export class HostedImages {
@@ -28,7 +28,8 @@ export class HostedImages {
     private readonly logger: Logger,
     private readonly ttlMs = HOSTED_IMAGE_TTL_MS,
   ) {
-    this.dir = databasePath === ':memory:' ? join(tmpdir(), `gateway-images-${process.pid}`) : join(dirname(databasePath), 'images');
+    // A name of the gateway's own: the directory next to the database may be shared with anything.
+    this.dir = databasePath === ':memory:' ? join(tmpdir(), `gateway-hosted-images-${process.pid}`) : join(dirname(databasePath), 'gateway-hosted-images');
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     this.sweeper = setInterval(() => this.sweep(), Math.min(ttlMs, 10 * 60 * 1000));
     this.sweeper.unref();
@@ -54,7 +55,7 @@ export class HostedImages {
     }
   }
 
-  /** Deletes expired images (and anything in the directory that is not one). */
+  /** Deletes expired images; nothing else in the directory is touched. */
   sweep(now = Date.now()): number {
     let removed = 0;
     let names: string[];
@@ -65,7 +66,7 @@ export class HostedImages {
     }
     for (const name of names) {
       const match = NAME.exec(name);
-      if (match && parseInt(match[1] as string, 36) > now) continue;
+      if (!match || parseInt(match[1] as string, 36) > now) continue;
       try {
         rmSync(join(this.dir, name), { force: true });
         removed += 1;

@@ -6,7 +6,7 @@ import { upstreamMalformed } from '../../providers/shared/errors.js';
 import { classifyUpstreamError, type UpstreamClient, type UpstreamResponse } from '../../providers/shared/upstream.js';
 import type { UpstreamRequest } from '../../providers/types.js';
 import { CallSignal } from '../abort.js';
-import { audioDurationSeconds } from '../audio.js';
+import { AUDIO_TYPES, extensionOf, probeAudio } from '../audio.js';
 import type { Catalog } from '../catalog.js';
 import { CallAborted, errors, GatewayError, isGatewayError } from '../errors.js';
 import type {
@@ -28,7 +28,7 @@ import { rateHeaders, type Admission, type Admitter } from './admission.js';
 import type { CallContext } from './chat.js';
 import type { HostedImages } from './hosted-images.js';
 import { checkEmbedding, checkImage, checkSpeech, checkTranscription } from './media-rules.js';
-import type { Metered, Settlement } from './settlement.js';
+import type { Metered, MeterUnit, Settlement } from './settlement.js';
 import { acceptOrThrow, readAll } from './upstream-call.js';
 
 export interface EmbeddingDraft {
@@ -116,7 +116,9 @@ export const DEFAULT_IMAGE_MODEL = 'openai/dall-e-3';
 /** Upstream JSON answers larger than this are refused (images: up to 10 base64 PNGs). */
 const MAX_ANSWER_BYTES = 128 * 1024 * 1024;
 /** After a client leaves a speech stream, how long the rest of the audio is read to measure the share it took. */
-const SPEECH_DRAIN_MS = 10_000;
+const SPEECH_DRAIN_MS = 60_000;
+/** 6 kb/s: Opus's lowest bitrate, the least bytes a second of speech can take (the hold of audio of unknown duration). */
+const LOWEST_AUDIO_BYTES_PER_SECOND = 750;
 /** Per embedding input, for the hold: a tokenizer's begin/end markers. */
 const EMBEDDING_TOKENS_PER_INPUT = 4;
 
@@ -130,6 +132,9 @@ const EMBEDDING_TOKENS_PER_INPUT = 4;
 export class MediaService {
   private open = 0;
   private idle: Array<() => void> = [];
+  /** Abandoned speech calls reading the rest of their audio; stopped at shutdown. */
+  private readonly drains = new Set<() => void>();
+  private stopping = false;
 
   constructor(
     private readonly config: GatewayConfig,
@@ -140,6 +145,38 @@ export class MediaService {
     private readonly hosted: HostedImages,
     private readonly logger: Logger,
   ) {}
+
+  /**
+   * At shutdown: speech calls whose client left stop reading the rest of their audio now and
+   * settle with what was read (they would otherwise hold shutdown up to SPEECH_DRAIN_MS).
+   */
+  stopDrains(): void {
+    this.stopping = true;
+    for (const stop of [...this.drains]) stop();
+  }
+
+  /** Reads and drops the rest of a body for at most SPEECH_DRAIN_MS (less at shutdown), then destroys it. */
+  private async drainCount(response: UpstreamResponse, chunks: AsyncIterator<Buffer>): Promise<{ bytes: number; complete: boolean }> {
+    let bytes = 0;
+    let complete = false;
+    const stop = (): void => {
+      response.body.destroy();
+    };
+    if (this.stopping) stop();
+    this.drains.add(stop);
+    const timer = setTimeout(stop, SPEECH_DRAIN_MS);
+    try {
+      for (let next = await chunks.next(); !next.done; next = await chunks.next()) bytes += next.value.length;
+      complete = true;
+    } catch {
+      // Cut by the timer, the shutdown or the upstream: what was read is the measure.
+    } finally {
+      clearTimeout(timer);
+      this.drains.delete(stop);
+      response.body.destroy();
+    }
+    return { bytes, complete };
+  }
 
   /** Resolves once every admitted call has settled, or after `timeoutMs`. */
   settled(timeoutMs: number): Promise<void> {
@@ -174,7 +211,7 @@ export class MediaService {
       ignored(headers, calls);
       const bodies = await Promise.all(calls.map((call) => this.json(provider, family, call, ctx)));
       result = adapter.parse(bodies, request, provider);
-      tokens = result.inputTokens ?? (await countInputTokens(draft.input));
+      tokens = result.inputTokens ?? (await this.countInputTokens(draft.input, model, ctx));
     } catch (error) {
       await this.fail(model, ctx, admission, error);
       throw error;
@@ -183,6 +220,28 @@ export class MediaService {
     const cost = await this.settle(model, ctx, admission, { unit: 'tokens', quantity: tokens, costMicros: costMicros(model.pricing, usage) }, 200, undefined, usage);
     headers['x-gateway-cost-inr'] = formatMicros(cost);
     return { model, headers, costMicros: cost, result, inputTokens: tokens };
+  }
+
+  /**
+   * Billing counts for an upstream that reports no usage (Gemini): cl100k tokens of each input,
+   * at most the model's input limit (the upstream embeds no more of an input than that). If
+   * the tokenizer cannot load, a quarter of each input's bytes (prose's ratio), logged.
+   */
+  private async countInputTokens(input: EmbeddingInput, model: ModelConfig, ctx: CallContext): Promise<number> {
+    if (input.kind === 'tokens') return input.tokens.reduce((sum, tokens) => sum + tokens.length, 0);
+    const limit = model.contextWindow ?? Number.MAX_SAFE_INTEGER;
+    let total = 0;
+    for (const text of input.texts) {
+      let count: number;
+      try {
+        count = await countTextTokens(text);
+      } catch (error) {
+        this.logger.error({ err: error, req_id: ctx.requestId }, 'could not count embedding tokens: billed a quarter of the bytes');
+        count = Math.ceil(Buffer.byteLength(text) / 4);
+      }
+      total += Math.min(count, limit);
+    }
+    return total;
   }
 
   // ---- Speech ------------------------------------------------------------------------------
@@ -206,6 +265,8 @@ export class MediaService {
     try {
       const call = adapter.build(request, provider);
       ignored(headers, [call]);
+      // The client may have left while the call was admitted: nothing is asked of the upstream then.
+      if (ctx.signal.aborted) throw new CallAborted('client disconnected');
       response = await acceptOrThrow(provider, await this.upstream.send(provider, call, upstreamSignal), family.errorMessage);
       if (ctx.signal.aborted) {
         response.body.destroy();
@@ -247,18 +308,29 @@ export class MediaService {
         // The upstream broke mid-audio: its fault, not charged; the client's response is cut.
         const failure = isGatewayError(error) ? error : classifyUpstreamError(provider.name, error, ctx.signal, 'the rest of the audio');
         settled = true;
-        await this.settle(model, ctx, admission, undefined, failure instanceof GatewayError ? failure.status : 502, failure instanceof GatewayError ? failure.reason : 'upstream_error');
+        await this.settle(model, ctx, admission, nothing(model), failure instanceof GatewayError ? failure.status : 502, failure instanceof GatewayError ? failure.reason : 'upstream_error');
+        throw failure;
+      }
+      settled = true;
+      if (read === 0) {
+        // A 200 without audio is the upstream's fault: not charged, an error for the client.
+        const failure = upstreamMalformed(provider.name, 'no audio');
+        await this.settle(model, ctx, admission, nothing(model), failure.status, failure.reason);
         throw failure;
       }
       // Billed (journaled) before the client's response ends.
-      settled = true;
       await this.settle(model, ctx, admission, bill(characters), 200);
     } finally {
       if (!settled) {
         // The client left mid-audio: it pays the share of the characters it was sent, measured
-        // against the whole audio (the rest is read, for at most SPEECH_DRAIN_MS, and dropped).
-        const total = read + (await drainCount(response, chunks, SPEECH_DRAIN_MS));
-        const share = delivered === 0 ? 0 : Math.ceil((characters * delivered) / total);
+        // against the whole audio (the rest is read, for at most SPEECH_DRAIN_MS or until the
+        // daemon stops, and dropped; if it could not be read whole, against what was read).
+        let share = 0;
+        if (delivered > 0) {
+          const rest = await this.drainCount(response, chunks);
+          share = Math.ceil((characters * delivered) / (read + rest.bytes));
+          if (!rest.complete) this.logger.warn({ req_id: ctx.requestId, delivered, read: read + rest.bytes }, 'could not read the rest of an abandoned speech call: billed the share of what was read');
+        } else response.body.destroy();
         await this.settle(model, ctx, admission, bill(share), 499, 'client_disconnected').catch((error: unknown) =>
           this.logger.error({ err: error, req_id: ctx.requestId }, 'could not settle an aborted speech call'),
         );
@@ -273,10 +345,13 @@ export class MediaService {
     const adapter = family.transcription as NonNullable<MediaFamily['transcription']>;
     const spec = model.transcription ?? { responseFormats: [draft.responseFormat], timestamps: true, minBilledSeconds: 0 };
     checkTranscription(model, spec, draft.responseFormat, draft.timestampGranularities);
-    const duration = await audioDurationSeconds(draft.audio, draft.mimeType);
-    if (duration === undefined) {
-      throw errors.invalidField('file', `could not read the audio's duration from '${draft.filename}' (${draft.mimeType}): send flac, mp3, mp4, m4a, ogg, wav or webm audio`);
+    const probe = await probeAudio(draft.audio, draft.mimeType, AUDIO_TYPES[extensionOf(draft.filename)]);
+    if (!probe.recognized) {
+      throw errors.invalidField('file', `could not read '${draft.filename}' (${draft.mimeType}) as audio: send flac, mp3, mp4, m4a, ogg, wav or webm audio`);
     }
+    // Audio whose headers state no duration (a browser's WebM recording): held as if it were
+    // at the lowest bitrate speech is encoded at (6 kb/s Opus), charged at what the upstream reports.
+    const duration = probe.seconds ?? draft.audio.length / LOWEST_AUDIO_BYTES_PER_SECOND;
     const holdSeconds = billedSeconds(duration, spec.minBilledSeconds);
     const admission = await this.admit(model, ctx, transcriptionCostMicros(model.pricing, holdSeconds), `${holdSeconds} s of audio`);
     const request: TranscriptionRequest = {
@@ -302,7 +377,10 @@ export class MediaService {
       await this.fail(model, ctx, admission, error);
       throw error;
     }
-    const seconds = billedSeconds(result.durationSeconds ?? duration, spec.minBilledSeconds);
+    // The upstream's duration; else the file's; for a file that states none, the end of the
+    // last subtitle cue (srt, vtt) or, failing that, the hold's estimate.
+    const stated = result.durationSeconds ?? probe.seconds ?? (result.kind === 'rendered' ? lastCueEnd(result.body) : undefined) ?? duration;
+    const seconds = billedSeconds(stated, spec.minBilledSeconds);
     const cost = await this.settle(model, ctx, admission, { unit: 'seconds', quantity: seconds, costMicros: transcriptionCostMicros(model.pricing, seconds) }, 200);
     headers['x-gateway-cost-inr'] = formatMicros(cost);
     headers['x-gateway-audio-seconds'] = String(seconds);
@@ -318,7 +396,9 @@ export class MediaService {
     const spec = model.image ?? { sizes: [draft.size ?? '1024x1024'], defaultSize: '1024x1024', qualities: [], maxImages: 1, styles: false, urlOutput: false, maxPromptChars: 4000 };
     const choice = checkImage(model, spec, draft);
     const price = imagePriceMicros(model.pricing, choice.size, choice.quality);
-    const admission = await this.admit(model, ctx, choice.n * price, `${choice.n} image${choice.n === 1 ? '' : 's'} of ${choice.size}${choice.quality ? ` at ${choice.quality} quality` : ''}`);
+    // A model that bills its prompt per token (gpt-image-1) holds the prompt's UTF-8 bytes as tokens too.
+    const promptBound = model.pricing.inputPer1M > 0 ? Buffer.byteLength(draft.prompt) + EMBEDDING_TOKENS_PER_INPUT : 0;
+    const admission = await this.admit(model, ctx, choice.n * price + worstCaseMicros(model.pricing, promptBound, 0, false), `${choice.n} image${choice.n === 1 ? '' : 's'} of ${choice.size}${choice.quality ? ` at ${choice.quality} quality` : ''}`);
     const request: ImageRequest = {
       model: model.id,
       upstreamModel: model.upstreamModel,
@@ -350,8 +430,11 @@ export class MediaService {
       throw error;
     }
     const count = result.images.length;
-    const cost = count * imagePriceMicros(model.pricing, result.size ?? choice.size, result.quality ?? choice.quality);
-    const charged = await this.settle(model, ctx, admission, { unit: 'images', quantity: count, costMicros: cost }, 200);
+    let promptTokens = 0;
+    if (model.pricing.inputPer1M > 0) promptTokens = result.inputTokens ?? (await countTextTokens(draft.prompt).catch(() => promptBound));
+    const usage = { inputTokens: promptTokens, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 };
+    const cost = count * imagePriceMicros(model.pricing, result.size ?? choice.size, result.quality ?? choice.quality) + costMicros(model.pricing, usage);
+    const charged = await this.settle(model, ctx, admission, { unit: 'images', quantity: count, costMicros: cost }, 200, undefined, usage);
     headers['x-gateway-cost-inr'] = formatMicros(charged);
     return { model, headers, costMicros: charged, result, created: Math.floor(Date.now() / 1000) };
   }
@@ -360,7 +443,19 @@ export class MediaService {
   private async host(result: ImageResult, baseUrl: string): Promise<void> {
     for (const image of result.images) {
       if (image.url || !image.b64) continue;
-      const name = await this.hosted.put(Buffer.from(image.b64, 'base64'), image.mimeType);
+      let name: string;
+      try {
+        name = await this.hosted.put(Buffer.from(image.b64, 'base64'), image.mimeType);
+      } catch (error) {
+        this.logger.error({ err: error, dir: this.hosted.dir }, 'could not keep a generated image');
+        throw new GatewayError({
+          status: 503,
+          type: 'service_unavailable',
+          reason: 'image_storage_unavailable',
+          message: 'the gateway could not store the image to serve it as a URL (not charged); retry, or ask for response_format b64_json',
+          retryable: true,
+        });
+      }
       image.url = `${baseUrl}/v1/images/files/${name}`;
       delete image.b64;
     }
@@ -450,17 +545,32 @@ export class MediaService {
     }
   }
 
-  /** A call that failed before producing anything billable: a usage row, no charge, the hold released. */
+  /** A call that failed before producing anything billable: a usage row (0 of its unit), no charge, the hold released. */
   private async fail(model: ModelConfig, ctx: CallContext, admission: Admission, error: unknown): Promise<void> {
     const aborted = error instanceof CallAborted;
     const status = aborted ? 499 : isGatewayError(error) ? error.status : 500;
     const reason = aborted ? 'client_disconnected' : isGatewayError(error) ? error.reason : 'internal_error';
     try {
-      await this.settle(model, ctx, admission, undefined, status, reason);
+      await this.settle(model, ctx, admission, nothing(model), status, reason);
     } catch (settleError) {
       this.logger.error({ err: settleError, req_id: ctx.requestId }, 'could not settle a failed call');
     }
   }
+}
+
+/** The end of the last cue of an SRT or WebVTT document, in seconds. */
+function lastCueEnd(body: Buffer): number | undefined {
+  const matches = body.toString('utf8').match(/--> (\d{2}):(\d{2}):(\d{2})[,.](\d{3})/g);
+  const last = matches?.at(-1)?.match(/(\d{2}):(\d{2}):(\d{2})[,.](\d{3})/);
+  if (!last) return undefined;
+  return Number(last[1]) * 3600 + Number(last[2]) * 60 + Number(last[3]) + Number(last[4]) / 1000;
+}
+
+const UNITS: Record<ModelType, MeterUnit> = { chat: 'tokens', embedding: 'tokens', speech: 'characters', transcription: 'seconds', image: 'images' };
+
+/** No charge, in the unit of the model's kind (a failed call's usage row). */
+function nothing(model: ModelConfig): Metered {
+  return { unit: UNITS[model.type], quantity: 0, costMicros: 0 };
 }
 
 /** The keys of `source` that are set, copied (optional fields stay absent rather than undefined). */
@@ -472,29 +582,21 @@ function optional<T extends object, K extends keyof T>(source: T, keys: readonly
 
 /** Names the parameters a provider cannot take (dropped) in `x-gateway-ignored-params`. */
 function ignored(headers: Record<string, string>, calls: readonly UpstreamRequest[]): void {
-  const names = new Set(calls.flatMap((call) => call.ignoredParams));
-  if (names.size > 0) headers['x-gateway-ignored-params'] = [...names].join(', ');
+  addIgnoredParams(headers, calls.flatMap((call) => call.ignoredParams));
 }
 
-/** Billing counts for an upstream that reports no usage (Gemini): cl100k tokens of the inputs. */
-async function countInputTokens(input: EmbeddingInput): Promise<number> {
-  if (input.kind === 'tokens') return input.tokens.reduce((sum, tokens) => sum + tokens.length, 0);
-  let total = 0;
-  for (const text of input.texts) total += await countTextTokens(text);
-  return total;
+/** A request field name as it may appear in a response header (a client's keys can hold anything). */
+const HEADER_SAFE_NAME = /^[A-Za-z0-9_.[\]-]{1,64}$/;
+
+/**
+ * Adds field names to `x-gateway-ignored-params`: only names a header can carry, at most 20
+ * (a key such as "€" or "a\nb" would make the response headers invalid after the call was billed).
+ */
+export function addIgnoredParams(headers: Record<string, string>, names: readonly string[]): void {
+  const all = new Set([...(headers['x-gateway-ignored-params']?.split(', ') ?? []), ...names.filter((name) => HEADER_SAFE_NAME.test(name))]);
+  if (all.size > 0) headers['x-gateway-ignored-params'] = [...all].slice(0, 20).join(', ');
 }
 
-/** Reads and drops the rest of a body for at most `ms`, then destroys it; the bytes read. */
-async function drainCount(response: UpstreamResponse, chunks: AsyncIterator<Buffer>, ms: number): Promise<number> {
-  let bytes = 0;
-  const timer = setTimeout(() => response.body.destroy(), ms);
-  try {
-    for (let next = await chunks.next(); !next.done; next = await chunks.next()) bytes += next.value.length;
-  } catch {
-    // Cut by the timer or the upstream: what was read is the measure.
-  } finally {
-    clearTimeout(timer);
-    response.body.destroy();
-  }
-  return bytes;
-}
+
+
+

@@ -42,7 +42,9 @@ export const geminiEmbeddings: EmbeddingAdapter = {
       for (const item of asArray(asRecord(body)?.embeddings)) {
         const values = numberArray(asRecord(item)?.values);
         if (!values) throw upstreamMalformed(provider.name, 'an embedding without values');
-        vectors.push(values);
+        // Only Gemini's full-length vectors are unit length; shortened ones must be normalized
+        // (Google's guidance), as OpenAI's always are: cosine and dot-product users rely on it.
+        vectors.push(request.dimensions !== undefined ? normalized(values) : values);
       }
     }
     const count = request.input.kind === 'text' ? request.input.texts.length : request.input.tokens.length;
@@ -51,6 +53,13 @@ export const geminiEmbeddings: EmbeddingAdapter = {
     return { vectors };
   },
 };
+
+function normalized(values: number[]): number[] {
+  let sum = 0;
+  for (const value of values) sum += value * value;
+  const norm = Math.sqrt(sum);
+  return norm > 0 ? values.map((value) => value / norm) : values;
+}
 
 /** Gemini's image sizes: each aspect ratio it takes, at its 1K resolution. */
 export const GEMINI_ASPECT_RATIOS: Readonly<Record<string, string>> = {

@@ -68,10 +68,10 @@ export const openAiTranscription: TranscriptionAdapter = {
     if (request.prompt !== undefined) fields.push({ name: 'prompt', value: request.prompt });
     if (request.temperature !== undefined) fields.push({ name: 'temperature', value: String(request.temperature) });
     for (const granularity of request.timestampGranularities) fields.push({ name: 'timestamp_granularities[]', value: granularity });
-    const { body, contentType } = buildMultipart(fields);
-    const headers: Record<string, string> = { ...provider.headers, 'content-type': contentType };
+    const { parts, length, contentType } = buildMultipart(fields);
+    const headers: Record<string, string> = { ...provider.headers, 'content-type': contentType, 'content-length': String(length) };
     if (provider.apiKey) headers.authorization = `Bearer ${provider.apiKey}`;
-    return { url: `${provider.baseUrl}/audio/transcriptions`, headers, body: undefined, rawBody: body, ignoredParams: [] };
+    return { url: `${provider.baseUrl}/audio/transcriptions`, headers, body: undefined, rawBody: parts, ignoredParams: [] };
   },
   /** Passed through in the client's format (the upstream rendered it); the duration read where the answer states it. */
   parse(body: Buffer, contentType: string, request: TranscriptionRequest, provider: ProviderConfig): TranscriptionResult {
@@ -126,6 +126,8 @@ export const openAiImages: ImageAdapter = {
     const size = asString(body?.size);
     if (quality) result.quality = quality;
     if (size) result.size = size;
+    const inputTokens = asRecord(body?.usage)?.input_tokens;
+    if (typeof inputTokens === 'number' && Number.isInteger(inputTokens) && inputTokens >= 0) result.inputTokens = inputTokens;
     return result;
   },
 };

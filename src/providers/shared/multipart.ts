@@ -4,10 +4,11 @@ import { randomBytes } from 'node:crypto';
 export type FormField = { name: string; value: string } | { name: string; filename: string; contentType: string; data: Buffer };
 
 /**
- * A multipart/form-data body (RFC 7578), built in one buffer: the fields in order, file bytes
- * exactly as given. `boundary` is for fixtures; calls get a random one.
+ * A multipart/form-data body (RFC 7578): the fields in order, file bytes exactly as given,
+ * as a list of buffers (the file is not copied: an upload of 25 MB stays one buffer) and
+ * their total length. `boundary` is for fixtures; calls get a random one.
  */
-export function buildMultipart(fields: readonly FormField[], boundary = `----gateway${randomBytes(12).toString('hex')}`): { body: Buffer; contentType: string } {
+export function buildMultipart(fields: readonly FormField[], boundary = `----gateway${randomBytes(12).toString('hex')}`): { parts: Buffer[]; length: number; contentType: string } {
   const parts: Buffer[] = [];
   for (const field of fields) {
     if ('data' in field) {
@@ -21,7 +22,9 @@ export function buildMultipart(fields: readonly FormField[], boundary = `----gat
     }
   }
   parts.push(Buffer.from(`--${boundary}--\r\n`));
-  return { body: Buffer.concat(parts), contentType: `multipart/form-data; boundary=${boundary}` };
+  let length = 0;
+  for (const part of parts) length += part.length;
+  return { parts, length, contentType: `multipart/form-data; boundary=${boundary}` };
 }
 
 /** A name in a quoted header parameter: quotes and line breaks escaped as browsers do (WHATWG). */

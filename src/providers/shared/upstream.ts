@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import type { Agent as UndiciAgent, Dispatcher } from 'undici';
 import type { ProviderConfig } from '../../config/types.js';
 import type { CallSignal } from '../../core/abort.js';
@@ -30,7 +31,7 @@ export class UpstreamClient {
         path,
         method: 'POST',
         headers: call.headers,
-        body: call.rawBody ?? JSON.stringify(call.body),
+        body: call.rawBody === undefined ? JSON.stringify(call.body) : Buffer.isBuffer(call.rawBody) ? call.rawBody : Readable.from(call.rawBody, { objectMode: false }),
         signal,
         headersTimeout: provider.timeouts.firstByteMs,
         bodyTimeout: provider.timeouts.idleMs,
