@@ -24,8 +24,11 @@ export interface EmbeddingRequest {
   user?: string;
 }
 
-/** A vector as the upstream gave it: JSON numbers, or little-endian float32 bytes (base64 answers). */
-export type Vector = number[] | Float32Array;
+/**
+ * A vector as the upstream gave it: JSON numbers, floats, or a base64 string of little-endian
+ * float32s (OpenAI's base64 answers), kept as it is so that a base64 client gets it untouched.
+ */
+export type Vector = number[] | Float32Array | string;
 
 export interface EmbeddingResult {
   /** In input order. */

@@ -5,7 +5,7 @@ import { upstreamMalformed } from '../shared/errors.js';
 import { providerHeaders } from '../shared/headers.js';
 import { asArray, asNumber, asRecord, asString } from '../shared/json.js';
 import { buildMultipart, type FormField } from '../shared/multipart.js';
-import { decodeBase64Floats, numberArray } from '../shared/vectors.js';
+import { checkedBase64Floats, numberArray } from '../shared/vectors.js';
 import { openAiHeaders } from './convert-request.js';
 
 /**
@@ -36,7 +36,7 @@ export const openAiEmbeddings: EmbeddingAdapter = {
       const index = typeof record?.index === 'number' ? record.index : position;
       if (!Number.isInteger(index) || index < 0 || index >= count || vectors[index] !== undefined) throw upstreamMalformed(provider.name, 'an embeddings answer with a wrong or repeated index');
       const embedding = record?.embedding;
-      const vector = typeof embedding === 'string' ? decodeBase64Floats(provider.name, embedding) : numberArray(embedding);
+      const vector = typeof embedding === 'string' ? checkedBase64Floats(provider.name, embedding) : numberArray(embedding);
       if (!vector) throw upstreamMalformed(provider.name, 'an embedding that is neither a number array nor base64');
       vectors[index] = vector;
     }

@@ -9,6 +9,12 @@ export function decodeBase64Floats(provider: string, text: string): Float32Array
   return out;
 }
 
+/** A base64 float32 vector kept as it is, once its length is checked (a whole number of floats). */
+export function checkedBase64Floats(provider: string, text: string): string {
+  if (Buffer.byteLength(text, 'base64') % 4 !== 0) throw upstreamMalformed(provider, 'a base64 embedding whose length is not a multiple of 4 bytes');
+  return text;
+}
+
 /** Floats as base64 little-endian float32 bytes, whatever the machine's byte order. */
 export function encodeBase64Floats(vector: ArrayLike<number>): string {
   const bytes = Buffer.allocUnsafe(vector.length * 4);
