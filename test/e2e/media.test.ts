@@ -4,6 +4,7 @@ import { FormData, request } from 'undici';
 import { parseBuffer } from 'music-metadata';
 import { fundedKey, simulatedProviders, startTestGateway, type FundedKey, type TestGateway } from '../support/gateway.js';
 import { balanceMicros, charges, header, noHolds, postJson, until, usageRow } from '../support/e2e.js';
+import { REDIS_URL, redisSkipReason } from '../support/redis.js';
 import { sampleAudio, speechAudio, type SampleFormat } from '../support/simulator/audio.js';
 import { cosine, embedText } from '../support/simulator/embed.js';
 import { pngSize } from '../support/simulator/png.js';
@@ -534,4 +535,21 @@ t.test('media calls: a client that leaves is not charged; an upstream that hangs
   await t.rejects(stalled.body.arrayBuffer(), 'a stalled audio stream is cut after the idle timeout');
   strict.app.settlement.drain();
   t.equal(balanceMicros(strict, key.accountId), 10_000_000, 'timeouts are not charged');
+});
+
+t.test('media calls with Redis: holds and the rate limit in Redis, zero overspend under concurrency', { skip: redisSkipReason() }, async (t) => {
+  const shared = await startTestGateway({ providers: simulatedProviders(sim.url), redis: { url: REDIS_URL, key_prefix: `gw-media-${Date.now()}:` } });
+  t.teardown(() => shared.stop());
+  // ₹0.05 pays for nine speech calls of 4 characters (₹0.00504 each), not ten, whatever the
+  // concurrency: each call holds its exact cost until it is in the ledger.
+  const funded = await fundedKey(shared, { balance: 0.05 });
+  const results = await Promise.all(
+    Array.from({ length: 20 }, () => postJson(`${shared.url}/v1/audio/speech`, { authorization: `Bearer ${funded.key}` }, { model: 'tts-1', input: 'four', voice: 'alloy' })),
+  );
+  const ok = results.filter((r) => r.status === 200).length;
+  t.equal(ok, 9, '9 calls of ₹0.00504 fit in ₹0.05');
+  t.ok(results.every((r) => r.status === 200 || r.status === 402), 'the others are 402');
+  shared.app.settlement.drain();
+  t.equal(balanceMicros(shared, funded.accountId), 50_000 - 9 * 5040, 'charged exactly, never below zero');
+  await noHolds(t, shared, funded);
 });
