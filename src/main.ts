@@ -88,6 +88,17 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   });
   const flushTimer = setInterval(() => flushLastUsed(app), LAST_USED_FLUSH_MS);
   flushTimer.unref();
+  // Logged-out sessions are remembered until their tokens would have expired anyway.
+  const purgeSessions = (): void => {
+    try {
+      app.store.sessions.purge(Date.now());
+    } catch (error) {
+      logger.warn({ err: error }, 'could not purge ended sessions');
+    }
+  };
+  purgeSessions();
+  const sessionTimer = setInterval(purgeSessions, 60 * 60 * 1000);
+  sessionTimer.unref();
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -107,6 +118,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     closing ??= (async () => {
       app.lifecycle.beginShutdown();
       clearInterval(flushTimer);
+      clearInterval(sessionTimer);
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), config.server.shutdownTimeoutMs).unref());

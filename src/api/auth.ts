@@ -1,10 +1,10 @@
 import type { App } from '../app.js';
-import { errors } from '../core/errors.js';
+import { errors, isGatewayError } from '../core/errors.js';
 import { rejectUnknownFields, requiredEmail, requiredString, requireObject, type JsonObject } from '../core/validate.js';
 import { clearSessionCookie, sessionCookie } from '../http/cookies.js';
 import type { Route } from '../http/server.js';
 import type { Router } from '../http/router.js';
-import { requireSession } from './guards.js';
+import { refuseForeignOrigin, requireSessionPrincipal } from './guards.js';
 import { presentAccount } from './presenters.js';
 
 /** bcrypt only reads the first 72 bytes of a password; refuse longer ones rather than ignore the rest. */
@@ -23,40 +23,56 @@ export function registerAuthRoutes(router: Router<Route>, app: App): void {
   router.add('POST', '/api/auth/signup', {
     handle: async (ctx) => {
       if (!app.config.auth.allowSignup) throw errors.signupDisabled();
+      refuseForeignOrigin(app, ctx);
       const body = requireObject(await ctx.json());
       rejectUnknownFields(body, ['email', 'password', 'name']);
       const email = requiredEmail(body);
       const password = requiredPassword(body);
       const name = requiredString(body, 'name', { max: 200 });
       const account = await app.accounts.create({ email, name, password, role: 'user' });
-      const token = await app.sessions.issue(account.id);
-      ctx.send(200, { user: presentAccount(account), token }, { 'set-cookie': cookie(token) });
+      const { token, session } = await app.sessions.issue(account.id);
+      ctx.send(200, { user: presentAccount(account), token, csrf_token: app.sessions.csrfToken(session), expires_at: new Date(session.expiresAt).toISOString() }, { 'set-cookie': cookie(token) });
     },
   });
 
   router.add('POST', '/api/auth/login', {
     handle: async (ctx) => {
+      // A foreign page must not log a browser into an account of its choosing.
+      refuseForeignOrigin(app, ctx);
       const body = requireObject(await ctx.json());
       rejectUnknownFields(body, ['email', 'password']);
       const email = requiredString(body, 'email', { max: 254 });
       const password = requiredString(body, 'password', { max: 1024 });
       const account = await app.accounts.login(email, password, ctx.clientIp);
-      const token = await app.sessions.issue(account.id);
-      const expiresAt = new Date(Date.now() + app.config.auth.sessionTtlSeconds * 1000).toISOString();
-      ctx.send(200, { token, expires_at: expiresAt }, { 'set-cookie': cookie(token) });
+      const { token, session } = await app.sessions.issue(account.id);
+      ctx.send(200, { token, expires_at: new Date(session.expiresAt).toISOString(), csrf_token: app.sessions.csrfToken(session) }, { 'set-cookie': cookie(token) });
     },
   });
 
+  // Ends the session server-side (its token id is refused from now on) and clears the cookie.
+  // Without a live session there is nothing to end: the cookie is cleared all the same.
   router.add('POST', '/api/auth/logout', {
-    handle: (ctx) => {
-      ctx.send(200, { ok: true }, { 'set-cookie': clearSessionCookie(app.config.auth.cookieSecure) });
+    handle: async (ctx) => {
+      const clear = { 'set-cookie': clearSessionCookie(app.config.auth.cookieSecure) };
+      let principal;
+      try {
+        principal = await requireSessionPrincipal(app, ctx);
+      } catch (error) {
+        if (isGatewayError(error) && error.status === 401) {
+          ctx.send(200, { ok: true }, clear);
+          return;
+        }
+        throw error;
+      }
+      app.store.sessions.revoke(principal.session.id, principal.account.id, principal.session.expiresAt);
+      ctx.send(200, { ok: true }, clear);
     },
   });
 
   router.add('GET', '/api/auth/me', {
     handle: async (ctx) => {
-      const account = await requireSession(app, ctx);
-      ctx.send(200, { user: presentAccount(account) });
+      const { account, session } = await requireSessionPrincipal(app, ctx);
+      ctx.send(200, { user: presentAccount(account), csrf_token: app.sessions.csrfToken(session), expires_at: new Date(session.expiresAt).toISOString() });
     },
   });
 }

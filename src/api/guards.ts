@@ -6,6 +6,7 @@ import { readCookie } from '../http/cookies.js';
 import type { RequestContext } from '../http/server.js';
 import type { Account } from '../store/accounts.js';
 import type { KeyRecord } from '../store/keys.js';
+import type { Session } from '../core/auth/sessions.js';
 
 /**
  * Who is calling. Each surface takes exactly one kind of credential: `/v1/*` an `sk-` key,
@@ -66,15 +67,67 @@ export function requireManagementKey(app: App, ctx: RequestContext): KeyPrincipa
   return { account: accountOf(app, key), key };
 }
 
-/** For the session endpoints: the `token` cookie or a bearer JWT. */
-export async function requireSession(app: App, ctx: RequestContext): Promise<Account> {
+/** A session endpoint's caller: the account, its session, and whether the cookie carried it. */
+export interface SessionPrincipal {
+  account: Account;
+  session: Session;
+  viaCookie: boolean;
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * For the session endpoints: the `token` cookie or a bearer JWT, not logged out, not expired
+ * (`session_expired`, so the dashboard can say so). A change (POST, PATCH, DELETE) made with
+ * the cookie must carry the session's `X-CSRF-Token` (an HMAC of the session id): SameSite=Lax
+ * does not stop a page on a sibling subdomain, and a cross-site page cannot set that header
+ * without a CORS preflight the gateway never grants. A bearer token is not ambient: no check.
+ */
+export async function requireSessionPrincipal(app: App, ctx: RequestContext): Promise<SessionPrincipal> {
   const bearer = presentedCredential(ctx.req);
   if (bearer && keyKindOf(bearer) !== null) throw errors.keyOnSessionEndpoint();
-  const token = bearer ?? readCookie(ctx.req.headers.cookie, 'token');
+  const cookie = bearer === undefined ? readCookie(ctx.req.headers.cookie, 'token') : undefined;
+  const token = bearer ?? cookie;
   if (!token) throw errors.missingCredentials('the session cookie token or Authorization: Bearer <session token>');
-  const accountId = await app.sessions.verify(token);
-  const account = accountId === undefined ? undefined : app.accounts.get(accountId);
+  const checked = await app.sessions.verify(token);
+  if (!checked.ok) throw checked.reason === 'expired' ? errors.sessionExpired() : errors.invalidSession();
+  const session = checked.session;
+  if (app.store.sessions.isRevoked(session.id)) throw errors.invalidSession();
+  const account = app.accounts.get(session.accountId);
   if (!account) throw errors.invalidSession();
+  const viaCookie = bearer === undefined;
+  if (viaCookie && !SAFE_METHODS.has(ctx.method)) checkCsrf(app, ctx, session);
   ctx.logFields.account_id = account.id;
-  return account;
+  return { account, session, viaCookie };
+}
+
+/** For the session endpoints: the caller's account (requireSessionPrincipal's rules). */
+export async function requireSession(app: App, ctx: RequestContext): Promise<Account> {
+  return (await requireSessionPrincipal(app, ctx)).account;
+}
+
+function checkCsrf(app: App, ctx: RequestContext, session: Session): void {
+  refuseForeignOrigin(app, ctx);
+  const header = ctx.req.headers['x-csrf-token'];
+  const presented = Array.isArray(header) ? header[0] : header;
+  if (!presented) throw errors.csrfFailed('no X-CSRF-Token header');
+  if (!app.sessions.csrfMatches(session, presented)) throw errors.csrfFailed('a wrong X-CSRF-Token');
+}
+
+/**
+ * Refuses a change whose `Origin` is not the gateway's own (the request's Host): browsers send
+ * Origin on every cross-origin POST, so a foreign page is refused even before the token check.
+ */
+export function refuseForeignOrigin(app: App, ctx: RequestContext): void {
+  const origin = ctx.req.headers.origin;
+  if (origin === undefined) return;
+  const host = (app.config.server.trustProxy ? ctx.req.headers['x-forwarded-host'] : undefined) ?? ctx.req.headers.host;
+  let originHost: string;
+  try {
+    originHost = new URL(origin).host;
+  } catch {
+    throw errors.csrfFailed(`a malformed Origin (${origin.slice(0, 100)})`);
+  }
+  const hosts = (Array.isArray(host) ? host : [host]).filter((h): h is string => typeof h === 'string').map((h) => h.split(',')[0]?.trim());
+  if (!hosts.includes(originHost)) throw errors.csrfFailed(`a request from another origin (${origin.slice(0, 100)})`);
 }

@@ -149,7 +149,21 @@ export const errors = {
       status: 401,
       type: 'authentication_error',
       reason: 'invalid_session',
-      message: 'invalid or expired session token: log in again with POST /api/auth/login',
+      message: 'invalid or ended session token: log in again with POST /api/auth/login',
+    }),
+  sessionExpired: () =>
+    new GatewayError({
+      status: 401,
+      type: 'authentication_error',
+      reason: 'session_expired',
+      message: 'the session expired: log in again with POST /api/auth/login',
+    }),
+  csrfFailed: (why: string) =>
+    new GatewayError({
+      status: 403,
+      type: 'permission_error',
+      reason: 'csrf_failed',
+      message: `${why}: a change made with the session cookie must carry the session's X-CSRF-Token header (from GET /api/auth/me), from the gateway's own origin`,
     }),
   managementKeyOnInference: () =>
     new GatewayError({

@@ -137,4 +137,17 @@ ALTER TABLE usage ADD COLUMN units INTEGER NOT NULL DEFAULT 0;
 UPDATE usage SET units = input_tokens + output_tokens;
 `,
   },
+  {
+    version: 5,
+    name: 'sessions ended by logout',
+    // A logged-out session's token id stays refused until the token would have expired.
+    sql: `
+CREATE TABLE session_revocations (
+  jti        TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  expires_at INTEGER NOT NULL
+) STRICT;
+CREATE INDEX session_revocations_by_expiry ON session_revocations(expires_at);
+`,
+  },
 ];

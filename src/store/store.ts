@@ -5,6 +5,7 @@ import { openDatabase, type Db, type OpenOptions } from './db.js';
 import { KeysRepo } from './keys.js';
 import { LedgerRepo, type ChargeInput } from './ledger.js';
 import { UsageRepo } from './usage.js';
+import { SessionsRepo } from './sessions.js';
 
 export interface Funds {
   balanceMicros: number;
@@ -86,6 +87,7 @@ export class Store {
   readonly managementKeys: KeysRepo;
   readonly ledger: LedgerRepo;
   readonly usage: UsageRepo;
+  readonly sessions: SessionsRepo;
   /** Passed by the reads that show money; settlement registers its pending calls here. */
   readonly barrier: ReadBarrier;
   /** Present for a database file opened with Store.open. */
@@ -113,6 +115,7 @@ export class Store {
     this.managementKeys = new KeysRepo(db, 'management');
     this.ledger = new LedgerRepo(db, this.barrier);
     this.usage = new UsageRepo(db, this.barrier);
+    this.sessions = new SessionsRepo(db);
   }
 
   static open(path: string, options: OpenOptions & { onCheckpointError?: (message: string) => void } = {}): Store {

@@ -174,8 +174,9 @@ for (const row of ENDPOINTS) {
       return;
     }
     if (row.auth === 'session') {
-      // Authentication 3: the session token as a cookie named `token` works as well as the bearer.
-      success.verify(t, await success.call(undefined, { cookie: `theme=dark; token=${account.token}` }));
+      // Authentication 3: the session token as a cookie named `token` works as well as the
+      // bearer (a change made with the cookie carries the session's CSRF token, as a browser's).
+      success.verify(t, await success.call(undefined, { cookie: `theme=dark; token=${account.token}`, ...(row.method === 'GET' ? {} : { 'x-csrf-token': account.csrf }) }));
     }
     const missing = await success.call(undefined);
     expectError(t, missing, 401, `${name} without credentials`, { type: DECISIONS.unauthenticatedType, format: row.path === '/v1/messages' ? 'messages' : 'openai' });

@@ -105,6 +105,8 @@ export interface Session {
   token: string;
   userId: string;
   email: string;
+  /** The session's X-CSRF-Token, for changes made with the cookie. */
+  csrf: string;
 }
 
 /** Signs up through POST /api/auth/signup (the public endpoint) and returns the session. */
@@ -112,8 +114,9 @@ export async function signup(daemon: Daemon, email = uniqueEmail()): Promise<Ses
   const res = await daemon.call('POST', '/api/auth/signup', { body: { email, password: PASSWORD, name: 'Contract' } });
   const token = at(res.body, 'token');
   const userId = at(res.body, 'user.id');
-  if (res.status !== DECISIONS.signupStatus || typeof token !== 'string' || typeof userId !== 'string') throw new Error(`signup: ${res.status} ${res.text}`);
-  return { token, userId, email };
+  const csrf = at(res.body, 'csrf_token');
+  if (res.status !== DECISIONS.signupStatus || typeof token !== 'string' || typeof userId !== 'string' || typeof csrf !== 'string') throw new Error(`signup: ${res.status} ${res.text}`);
+  return { token, userId, email, csrf };
 }
 
 /** An account with `balance` INR and an sk- key, set up through the management API (as an admin would). */

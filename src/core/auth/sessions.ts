@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { default as Jwt } from 'jsonwebtoken';
 
 /**
@@ -15,26 +15,55 @@ const AUDIENCE = 'session';
 let jwtModule: Promise<typeof Jwt> | undefined;
 const loadJwt = (): Promise<typeof Jwt> => (jwtModule ??= import('jsonwebtoken').then((m) => m.default));
 
+/** A verified session: whose it is, the token's id and when it expires. */
+export interface Session {
+  accountId: string;
+  /** The token's id (`jti`): what logout revokes and what the CSRF token is bound to. */
+  id: string;
+  expiresAt: number;
+}
+
+export type SessionCheck = { ok: true; session: Session } | { ok: false; reason: 'expired' | 'invalid' };
+
 export class SessionTokens {
   constructor(
     private readonly secret: string,
     readonly ttlSeconds: number,
   ) {}
 
-  async issue(accountId: string): Promise<string> {
+  async issue(accountId: string): Promise<{ token: string; session: Session }> {
     const jwt = await loadJwt();
-    return jwt.sign({}, this.secret, { algorithm: 'HS256', subject: accountId, issuer: ISSUER, audience: AUDIENCE, expiresIn: this.ttlSeconds });
+    const id = randomBytes(16).toString('base64url');
+    const token = jwt.sign({}, this.secret, { algorithm: 'HS256', subject: accountId, issuer: ISSUER, audience: AUDIENCE, expiresIn: this.ttlSeconds, jwtid: id });
+    return { token, session: { accountId, id, expiresAt: Date.now() + this.ttlSeconds * 1000 } };
   }
 
-  /** The account id the token names, or undefined for a bad, foreign or expired token. */
-  async verify(token: string): Promise<string | undefined> {
+  /** The session a token carries; `expired` when it ran out, `invalid` for a bad or foreign token. */
+  async verify(token: string): Promise<SessionCheck> {
     const jwt = await loadJwt();
     try {
       const payload = jwt.verify(token, this.secret, { algorithms: ['HS256'], issuer: ISSUER, audience: AUDIENCE });
-      return typeof payload === 'object' && typeof payload.sub === 'string' ? payload.sub : undefined;
-    } catch {
-      return undefined;
+      if (typeof payload !== 'object' || typeof payload.sub !== 'string') return { ok: false, reason: 'invalid' };
+      // Tokens issued before sessions had ids are bound to their issue time instead.
+      const id = typeof payload.jti === 'string' ? payload.jti : `iat:${payload.sub}:${payload.iat ?? 0}`;
+      return { ok: true, session: { accountId: payload.sub, id, expiresAt: (payload.exp ?? 0) * 1000 } };
+    } catch (error) {
+      return { ok: false, reason: (error as Error).name === 'TokenExpiredError' ? 'expired' : 'invalid' };
     }
+  }
+
+  /**
+   * The CSRF token of a session: an HMAC of its id, so it needs no storage, differs per
+   * session and cannot be made without the secret. Cookie-authenticated writes must send it.
+   */
+  csrfToken(session: Session): string {
+    return createHmac('sha256', this.secret).update(`csrf:${session.id}`).digest('base64url');
+  }
+
+  csrfMatches(session: Session, presented: string): boolean {
+    const expected = Buffer.from(this.csrfToken(session));
+    const given = Buffer.from(presented);
+    return given.length === expected.length && timingSafeEqual(given, expected);
   }
 }
 
