@@ -79,8 +79,10 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     const cleared = await app.holds.clearStale().catch(() => 0);
     if (cleared > 0) logger.warn({ cleared }, 'dropped wallet holds left by this daemon\'s previous run');
   }
+  const { router, fallback } = buildRouter(app);
   const server = createHttpServer({
-    router: buildRouter(app),
+    router,
+    fallback,
     logger,
     maxBodyBytes: config.server.maxBodyBytes,
     trustProxy: config.server.trustProxy,

@@ -1,7 +1,10 @@
 import type { App } from '../app.js';
 import { Router } from '../http/router.js';
 import type { Route } from '../http/server.js';
+import { registerAdminRoutes } from './admin.js';
 import { registerAuthRoutes } from './auth.js';
+import { registerDashboardRoutes } from './dashboard.js';
+import { dashboardFallback, registerDashboardStatic } from './dashboard-static.js';
 import { registerChatRoutes } from './chat/handler.js';
 import { registerEmbeddingRoutes } from './embeddings/handler.js';
 import { registerSpeechRoutes } from './audio/speech.js';
@@ -15,9 +18,10 @@ import { registerManagementKeyRoutes } from './management/keys.js';
 import { registerManagementUsageRoutes } from './management/usage.js';
 import { registerPublicRoutes } from './public.js';
 
-/** Every public surface of the daemon. */
-export function buildRouter(app: App): Router<Route> {
+/** Every public surface of the daemon, and the dashboard's page for its client-side routes. */
+export function buildRouter(app: App): { router: Router<Route>; fallback: (path: string, accept: string | undefined) => Route | undefined } {
   const router = new Router<Route>();
+  const page = registerDashboardStatic(router, app);
   registerPublicRoutes(router, app);
   registerAuthRoutes(router, app);
   registerChatRoutes(router, app);
@@ -31,5 +35,7 @@ export function buildRouter(app: App): Router<Route> {
   registerManagementAccountRoutes(router, app);
   registerManagementKeyRoutes(router, app);
   registerManagementUsageRoutes(router, app);
-  return router;
+  registerDashboardRoutes(router, app);
+  registerAdminRoutes(router, app);
+  return { router, fallback: dashboardFallback(page) };
 }

@@ -39,6 +39,8 @@ export interface HttpServerOptions {
   maxBodyBytes: number;
   trustProxy: boolean;
   isShuttingDown: () => boolean;
+  /** A GET or HEAD no route matches: the route that serves it (the dashboard's client-side pages), if any. */
+  fallback?: (path: string, accept: string | undefined) => Route | undefined;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -84,7 +86,11 @@ export function createHttpServer(options: HttpServerOptions): Server {
         res.setHeader('connection', 'close');
         throw errors.shuttingDown();
       }
-      const match = router.match(method, path);
+      let match = router.match(method, path);
+      if (match.kind === 'not_found' && (method === 'GET' || method === 'HEAD')) {
+        const page = options.fallback?.(path, req.headers.accept);
+        if (page) match = { kind: 'found', handler: page, params: {} };
+      }
       if (match.kind === 'not_found') throw errors.routeNotFound(method, path);
       if (match.kind === 'method_not_allowed') {
         // Answered in the path's own error format (a GET on /v1/messages gets Anthropic's).

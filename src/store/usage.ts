@@ -86,7 +86,28 @@ export interface UsageFilter {
   until?: number;
   /** Rows with id below this (paging, newest first). */
   before?: number;
+  /** The endpoint (chat.completions, embeddings, audio.speech, ...). */
+  endpoint?: string;
+  /** ok: status below 400; error: 400 and above. */
+  outcome?: 'ok' | 'error';
   limit: number;
+}
+
+export interface UsageTotals {
+  calls: number;
+  errors: number;
+  costMicros: number;
+}
+
+export interface UsageDay extends UsageTotals {
+  /** YYYY-MM-DD (UTC). */
+  day: string;
+  model: string;
+}
+
+export interface UsageTop extends UsageTotals {
+  /** The key id or the model. */
+  id: string | null;
 }
 
 export class UsageRepo {
@@ -157,7 +178,43 @@ export class UsageRepo {
     if (filter.since !== undefined) add('created_at >= @since', 'since', filter.since);
     if (filter.until !== undefined) add('created_at < @until', 'until', filter.until);
     if (filter.before !== undefined) add('id < @before', 'before', filter.before);
+    if (filter.endpoint !== undefined) add('endpoint = @endpoint', 'endpoint', filter.endpoint);
+    if (filter.outcome !== undefined) where.push(filter.outcome === 'ok' ? 'status < 400' : 'status >= 400');
     const sql = `SELECT * FROM usage ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT @limit`;
     return (this.db.prepare(sql).all(params) as UsageRow[]).map(toRecord);
+  }
+
+  /** An account's calls, failures and spend in [since, until): one walk of the account index. */
+  totals(accountId: string, since: number, until: number): UsageTotals {
+    this.barrier?.pass();
+    const row = this.db
+      .prepare('SELECT COUNT(*) AS calls, COALESCE(SUM(status >= 400), 0) AS errors, COALESCE(SUM(cost_micros), 0) AS cost FROM usage WHERE account_id = ? AND created_at >= ? AND created_at < ?')
+      .get(accountId, since, until) as { calls: number; errors: number; cost: number };
+    return { calls: row.calls, errors: row.errors, costMicros: row.cost };
+  }
+
+  /** An account's calls and spend per UTC day and model since `since`, oldest first. */
+  daily(accountId: string, since: number): UsageDay[] {
+    this.barrier?.pass();
+    const rows = this.db
+      .prepare(
+        `SELECT strftime('%Y-%m-%d', created_at / 1000, 'unixepoch') AS day, model, COUNT(*) AS calls, SUM(status >= 400) AS errors, SUM(cost_micros) AS cost
+           FROM usage WHERE account_id = ? AND created_at >= ? GROUP BY day, model ORDER BY day, model`,
+      )
+      .all(accountId, since) as Array<{ day: string; model: string; calls: number; errors: number; cost: number }>;
+    return rows.map((row) => ({ day: row.day, model: row.model, calls: row.calls, errors: row.errors, costMicros: row.cost }));
+  }
+
+  /** An account's dearest keys or models since `since`. */
+  top(accountId: string, since: number, by: 'key' | 'model', limit: number): UsageTop[] {
+    this.barrier?.pass();
+    const column = by === 'key' ? 'api_key_id' : 'model';
+    const rows = this.db
+      .prepare(
+        `SELECT ${column} AS id, COUNT(*) AS calls, SUM(status >= 400) AS errors, SUM(cost_micros) AS cost
+           FROM usage WHERE account_id = ? AND created_at >= ? GROUP BY ${column} ORDER BY cost DESC, calls DESC LIMIT ?`,
+      )
+      .all(accountId, since, limit) as Array<{ id: string | null; calls: number; errors: number; cost: number }>;
+    return rows.map((row) => ({ id: row.id, calls: row.calls, errors: row.errors, costMicros: row.cost }));
   }
 }

@@ -235,12 +235,14 @@ t.test('404 on a wrong path, with the error envelope (spec: Errors 2; POST /v1/m
     ['GET', '/v1/nope'],
     ['GET', '/api/nope'],
     ['GET', '/nope'],
-    ['GET', '/'],
   ];
   for (const [method, path] of paths) {
     const res = await daemon.call(method, path, { token: key.key, ...(method === 'POST' ? { body: MESSAGES.body(MODEL, 'hi') } : {}) });
     expectError(t, res, 404, `${method} ${path}`);
   }
+  // `/` is the web dashboard (issue 13), HTML whether or not it is built.
+  const root = await daemon.call('GET', '/');
+  t.match(header(root, 'content-type') ?? '', /^text\/html/, 'GET / is the dashboard page');
   const anthropic = new Anthropic({ apiKey: key.key, baseURL: daemon.url, maxRetries: 0 });
   const message = await anthropic.messages.create({ model: MODEL, max_tokens: 32, messages: [{ role: 'user', content: 'hi' }] });
   t.equal(message.type, 'message', 'the messages SDK works given the base address without /v1');

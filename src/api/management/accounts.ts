@@ -109,7 +109,7 @@ export function registerManagementAccountRoutes(router: Router<Route>, app: App)
   });
 }
 
-function positiveAmount(body: JsonObject): number {
+export function positiveAmount(body: JsonObject): number {
   if (body.amount === undefined || body.amount === null) throw errors.missingField('amount');
   if (typeof body.amount !== 'number') throw errors.invalidField('amount', 'must be a number (INR)');
   const parsed = parseInr(body.amount);
@@ -119,7 +119,7 @@ function positiveAmount(body: JsonObject): number {
 }
 
 /** The `Idempotency-Key` header, or `reference` in the body; both given must agree. */
-function topupReference(body: JsonObject, header: string | string[] | undefined): string | undefined {
+export function topupReference(body: JsonObject, header: string | string[] | undefined): string | undefined {
   const fromBody = optionalString(body, 'reference', { max: 200 });
   const fromHeader = typeof header === 'string' && header.trim() !== '' ? header.trim() : undefined;
   if (fromHeader !== undefined && fromHeader.length > 200) throw errors.invalidField('Idempotency-Key', 'must be at most 200 characters');

@@ -37,16 +37,18 @@ function listFilter(app: App, principal: KeyPrincipal, ctx: RequestContext): Usa
   return filter;
 }
 
-function matches(filter: Omit<UsageFilter, 'limit'>, record: UsageRecord): boolean {
+export function matches(filter: Omit<UsageFilter, 'limit'>, record: UsageRecord): boolean {
   return (
     (filter.accountId === undefined || record.accountId === filter.accountId) &&
     (filter.apiKeyId === undefined || record.apiKeyId === filter.apiKeyId) &&
-    (filter.model === undefined || record.model === filter.model)
+    (filter.model === undefined || record.model === filter.model) &&
+    (filter.endpoint === undefined || record.endpoint === filter.endpoint) &&
+    (filter.outcome === undefined || (filter.outcome === 'ok') === record.status < 400)
   );
 }
 
 /** Looks up account emails and key names for usage rows, each once per list or stream. */
-function namer(app: App): (record: UsageRecord) => UsageNames {
+export function namer(app: App): (record: UsageRecord) => UsageNames {
   const emails = new Map<string, string | null>();
   const keys = new Map<string, string | null>();
   return (record) => {
@@ -83,29 +85,33 @@ export function registerManagementUsageRoutes(router: Router<Route>, app: App): 
       for (const name of ['since', 'until', 'before', 'limit']) {
         if (ctx.query.has(name)) throw errors.invalidQuery(name, 'does not apply to the live stream (use GET /api/management/usage)');
       }
-      const filter = scopeFilter(app, principal, ctx);
-      const names = namer(app);
-      const sse = new SseWriter(ctx.res);
-      sse.open();
-      await sse.comment('usage stream open');
-      await new Promise<void>((resolve) => {
-        const unsubscribe = app.usage.subscribe((record) => {
-          if (matches(filter, record)) void sse.send(JSON.stringify(presentUsage(record, names(record))), 'usage');
-        });
-        const heartbeat = setInterval(() => void sse.comment('keep-alive'), HEARTBEAT_MS);
-        let finished = false;
-        const finish = (): void => {
-          if (finished) return;
-          finished = true;
-          clearInterval(heartbeat);
-          unsubscribe();
-          removeHook();
-          sse.end();
-          resolve();
-        };
-        const removeHook = app.lifecycle.onShutdown(finish);
-        ctx.res.once('close', finish);
-      });
+      await streamUsage(app, ctx, scopeFilter(app, principal, ctx));
     },
+  });
+}
+
+/** The live feed of usage rows matching `filter`, as SSE (`event: usage`), until the client leaves or the daemon stops. */
+export async function streamUsage(app: App, ctx: RequestContext, filter: Omit<UsageFilter, 'limit'>): Promise<void> {
+  const names = namer(app);
+  const sse = new SseWriter(ctx.res);
+  sse.open();
+  await sse.comment('usage stream open');
+  await new Promise<void>((resolve) => {
+    const unsubscribe = app.usage.subscribe((record) => {
+      if (matches(filter, record)) void sse.send(JSON.stringify(presentUsage(record, names(record))), 'usage');
+    });
+    const heartbeat = setInterval(() => void sse.comment('keep-alive'), HEARTBEAT_MS);
+    let finished = false;
+    const finish = (): void => {
+      if (finished) return;
+      finished = true;
+      clearInterval(heartbeat);
+      unsubscribe();
+      removeHook();
+      sse.end();
+      resolve();
+    };
+    const removeHook = app.lifecycle.onShutdown(finish);
+    ctx.res.once('close', finish);
   });
 }

@@ -1,0 +1,84 @@
+import type { App } from '../app.js';
+import { errors } from '../core/errors.js';
+import { microsToInr } from '../core/money.js';
+import { optionalEnum, optionalString, rejectUnknownFields, requiredEmail, requiredString, requireObject } from '../core/validate.js';
+import type { RequestContext, Route } from '../http/server.js';
+import type { Router } from '../http/router.js';
+import type { Account } from '../store/accounts.js';
+import { requiredPassword } from './auth.js';
+import { usageFilter, usagePage } from './dashboard.js';
+import { requireSession } from './guards.js';
+import { positiveAmount, topupReference } from './management/accounts.js';
+import { presentAccount, presentKey, presentLedgerEntry } from './presenters.js';
+import { queryInt, queryString } from './query.js';
+
+/**
+ * The dashboard's admin pages, for a session of an admin account (403 otherwise): accounts
+ * with balances, creating one, an idempotent top-up, any account's keys and usage. The same
+ * services and rules as the management API's for `akm-` admin keys.
+ */
+
+async function requireAdminSession(app: App, ctx: RequestContext): Promise<Account> {
+  const account = await requireSession(app, ctx);
+  if (account.role !== 'admin') throw errors.adminOnly();
+  return account;
+}
+
+function accountParam(app: App, ctx: RequestContext): Account {
+  return app.accounts.resolve(ctx.params.id as string);
+}
+
+export function registerAdminRoutes(router: Router<Route>, app: App): void {
+  router.add('GET', '/api/admin/accounts', {
+    handle: async (ctx) => {
+      await requireAdminSession(app, ctx);
+      app.store.barrier.pass();
+      const limit = queryInt(ctx.query, 'limit', 1, 1000, 200);
+      const offset = queryInt(ctx.query, 'offset', 0, Number.MAX_SAFE_INTEGER, 0);
+      ctx.send(200, { object: 'list', data: app.accounts.list(limit, offset).map(presentAccount) });
+    },
+  });
+  router.add('POST', '/api/admin/accounts', {
+    handle: async (ctx) => {
+      await requireAdminSession(app, ctx);
+      const body = requireObject(await ctx.json());
+      rejectUnknownFields(body, ['email', 'name', 'password', 'role']);
+      const email = requiredEmail(body);
+      const name = requiredString(body, 'name', { max: 200 });
+      const password = body.password === undefined ? undefined : requiredPassword(body);
+      const role = optionalEnum(body, 'role', ['user', 'admin'] as const) ?? 'user';
+      const account = await app.accounts.create({ email, name, role, ...(password === undefined ? {} : { password }) });
+      ctx.send(201, presentAccount(account));
+    },
+  });
+  router.add('POST', '/api/admin/accounts/:id/topups', {
+    handle: async (ctx) => {
+      const admin = await requireAdminSession(app, ctx);
+      const account = accountParam(app, ctx);
+      const body = requireObject(await ctx.json());
+      rejectUnknownFields(body, ['amount', 'reference', 'note']);
+      const amountMicros = positiveAmount(body);
+      const reference = topupReference(body, ctx.req.headers['idempotency-key']);
+      const note = optionalString(body, 'note', { max: 500 });
+      const result = app.wallet.topup({ accountId: account.id, amountMicros, createdBy: admin.id, ...(reference === undefined ? {} : { reference }), ...(note === undefined ? {} : { note }) });
+      const entry = presentLedgerEntry(result.entry);
+      ctx.send(result.replayed ? 200 : 201, { topup: entry, entry, balance: microsToInr(result.balanceMicros), replayed: result.replayed });
+    },
+  });
+  router.add('GET', '/api/admin/accounts/:id/api-keys', {
+    handle: async (ctx) => {
+      await requireAdminSession(app, ctx);
+      const account = accountParam(app, ctx);
+      const now = Date.now();
+      ctx.send(200, { object: 'list', data: app.keys.list('api', account.id).map((key) => presentKey(key, now)) });
+    },
+  });
+  router.add('GET', '/api/admin/usage', {
+    handle: async (ctx) => {
+      await requireAdminSession(app, ctx);
+      const accountRef = queryString(ctx.query, 'account_id');
+      const accountId = accountRef === undefined ? undefined : app.accounts.resolve(accountRef).id;
+      ctx.send(200, usagePage(app, ctx, usageFilter(ctx, accountId)));
+    },
+  });
+}
