@@ -129,5 +129,8 @@ export function refuseForeignOrigin(app: App, ctx: RequestContext): void {
     throw errors.csrfFailed(`a malformed Origin (${origin.slice(0, 100)})`);
   }
   const hosts = (Array.isArray(host) ? host : [host]).filter((h): h is string => typeof h === 'string').map((h) => h.split(',')[0]?.trim());
+  // Behind a proxy that rewrites Host, server.public_url names the gateway's own origin.
+  const publicUrl = app.config.server.publicUrl;
+  if (publicUrl !== undefined && new URL(publicUrl).host === originHost) return;
   if (!hosts.includes(originHost)) throw errors.csrfFailed(`a request from another origin (${origin.slice(0, 100)})`);
 }

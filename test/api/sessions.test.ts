@@ -68,3 +68,13 @@ t.test('logout ends the session server-side; an expired session says so', async 
   t.match((await gw.http('GET', '/api/auth/me', { headers: { cookie: 'token=garbage' } })).body, { error: { reason: 'invalid_session' } });
   t.equal(gw.app.store.sessions.purge(Date.now() + 8 * 86_400_000), 1, 'the ended session is purged once its token would have expired');
 });
+
+t.test('behind a proxy that rewrites Host: server.public_url is the own origin', async (t) => {
+  const gw = await startTestGateway({ server: { public_url: 'https://llm.example.com' } });
+  t.teardown(() => gw.stop());
+  const signup = await gw.http('POST', '/api/auth/signup', { body: { email: 'proxy@example.com', password: 'password-1', name: 'P' }, headers: { origin: 'https://llm.example.com' } });
+  t.equal(signup.status, 200, 'the public origin may sign up');
+  const headers = { cookie: `token=${signup.body.token as string}`, 'x-csrf-token': signup.body.csrf_token as string, 'content-type': 'application/json' };
+  t.equal((await gw.http('POST', '/api/api-keys', { raw: '{"name":"k"}', headers: { ...headers, origin: 'https://llm.example.com' } })).status, 200);
+  t.equal((await gw.http('POST', '/api/api-keys', { raw: '{"name":"k"}', headers: { ...headers, origin: 'https://evil.example.com' } })).status, 403);
+});
