@@ -4,6 +4,7 @@ import type { Route } from '../http/server.js';
 import { registerAdminRoutes } from './admin.js';
 import { registerAuthRoutes } from './auth.js';
 import { registerDashboardRoutes } from './dashboard.js';
+import { registerMcpRoutes } from './mcp.js';
 import { dashboardFallback, registerDashboardStatic } from './dashboard-static.js';
 import { registerChatRoutes } from './chat/handler.js';
 import { registerEmbeddingRoutes } from './embeddings/handler.js';
@@ -37,5 +38,6 @@ export function buildRouter(app: App): { router: Router<Route>; fallback: (path:
   registerManagementUsageRoutes(router, app);
   registerDashboardRoutes(router, app);
   registerAdminRoutes(router, app);
+  registerMcpRoutes(router, app);
   return { router, fallback: dashboardFallback(page) };
 }

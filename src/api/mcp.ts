@@ -1,0 +1,73 @@
+import { randomUUID } from 'node:crypto';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { App } from '../app.js';
+import { GatewayError } from '../core/errors.js';
+import { createMcpServer } from '../mcp/tools.js';
+import type { RequestContext, Route } from '../http/server.js';
+import type { Router } from '../http/router.js';
+import { requireManagementKey } from './guards.js';
+
+/**
+ * The MCP server over Streamable HTTP at `/mcp` (issue 14): `Authorization: Bearer akm-…`
+ * on every request (none or a bad key 401, an `sk-` key 403, with the error envelope),
+ * sessions as the transport defines them (each bound to the key that opened it), and a
+ * browser page of another origin refused (DNS rebinding).
+ */
+
+interface McpSession {
+  transport: StreamableHTTPServerTransport;
+  keyId: string;
+}
+
+function refused(status: number, reason: string, message: string): GatewayError {
+  return new GatewayError({ status, type: status === 404 ? 'not_found_error' : status === 400 ? 'invalid_request_error' : 'permission_error', reason, message });
+}
+
+function checkOrigin(ctx: RequestContext): void {
+  const origin = ctx.req.headers.origin;
+  if (origin === undefined) return;
+  let host: string | undefined;
+  try {
+    host = new URL(origin).host;
+  } catch {
+    host = undefined;
+  }
+  if (host !== ctx.req.headers.host) throw refused(403, 'origin_not_allowed', `the MCP endpoint refuses requests from another origin (${origin.slice(0, 100)})`);
+}
+
+export function registerMcpRoutes(router: Router<Route>, app: App): void {
+  const sessions = new Map<string, McpSession>();
+  app.lifecycle.onShutdown(() => {
+    for (const session of sessions.values()) void session.transport.close();
+    sessions.clear();
+  });
+
+  const handle = async (ctx: RequestContext): Promise<void> => {
+    const principal = requireManagementKey(app, ctx);
+    checkOrigin(ctx);
+    const body = ctx.method === 'POST' ? await ctx.json() : undefined;
+    const header = ctx.req.headers['mcp-session-id'];
+    const id = Array.isArray(header) ? header[0] : header;
+    if (id !== undefined) {
+      const session = sessions.get(id);
+      if (!session) throw refused(404, 'mcp_session_not_found', 'no such MCP session (it ended or the daemon restarted): initialize a new one');
+      if (session.keyId !== principal.key.id) throw refused(403, 'mcp_session_not_yours', 'this MCP session was opened with another management key');
+      await session.transport.handleRequest(ctx.req, ctx.res, body);
+      return;
+    }
+    if (ctx.method !== 'POST') throw refused(400, 'mcp_session_required', 'mcp-session-id header required: initialize a session with a POST first');
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (sessionId) => {
+        sessions.set(sessionId, { transport, keyId: principal.key.id });
+      },
+    });
+    transport.onclose = () => {
+      if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
+    };
+    const server = createMcpServer(app, principal);
+    await server.connect(transport);
+    await transport.handleRequest(ctx.req, ctx.res, body);
+  };
+  for (const method of ['POST', 'GET', 'DELETE']) router.add(method, '/mcp', { handle });
+}
