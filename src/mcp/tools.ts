@@ -2,15 +2,21 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import type { App } from '../app.js';
 import type { KeyPrincipal } from '../api/guards.js';
-import { presentAccount, presentCatalogModel } from '../api/presenters.js';
+import { parseKeyCreate, parseKeyUpdate } from '../api/key-bodies.js';
+import { canSee, requireAdmin, scopedAccount } from '../api/management/access.js';
+import { positiveAmount } from '../api/management/accounts.js';
+import { presentAccount, presentCatalogModel, presentKey, presentLedgerEntry, presentUsage } from '../api/presenters.js';
+import { isGatewayError } from '../core/errors.js';
+import type { KeyKind } from '../core/keys.js';
 import { microsToInr } from '../core/money.js';
 import { costMicros } from '../core/pricing.js';
+import { parseIsoDate } from '../core/time.js';
 
 /**
  * The management tools of the MCP server (issue 14), one registry for every transport: each
  * tool calls the same services the management API does, as the `akm-` key's principal.
- * This first slice has the read-only tools; the changing ones (accounts, top-ups, keys) are
- * to come.
+ * A rule broken (a role, a field) is a tool error naming it (`isError`), never a protocol
+ * failure; every call is logged (tool, key, account; never arguments that hold secrets).
  */
 
 export const SERVER_INFO = { name: 'llm-gateway', version: '0.1.0' };
@@ -93,6 +99,218 @@ export function createMcpServer(app: App, principal: KeyPrincipal): McpServer {
       const micros = costMicros(model.pricing, { inputTokens, outputTokens, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 });
       return result({ model: model.id, input_tokens: inputTokens, output_tokens: outputTokens, cost: microsToInr(micros), currency: 'INR' as const });
     },
+  );
+
+  const fail = (message: string) => ({ content: [{ type: 'text' as const, text: message }], isError: true });
+  /** Runs a tool body: the management API's errors become tool errors; the call is audited. */
+  const run = async <T>(tool: string, body: () => T | Promise<T>) => {
+    app.logger.info({ mcp_tool: tool, mgmt_key_id: principal.key.id, account_id: principal.account.id }, 'mcp tool call');
+    try {
+      return await body();
+    } catch (error) {
+      if (isGatewayError(error)) return fail(error.message);
+      throw error;
+    }
+  };
+  const account = (ref: string | undefined) => (ref === undefined ? principal.account : scopedAccount(app, principal, ref));
+  const accountRef = z.string().optional().describe('An account id or e-mail; default: your own account');
+  const changes = { readOnlyHint: false, destructiveHint: false, openWorldHint: false } as const;
+  const list = z.array(z.record(z.string(), z.unknown()));
+
+  server.registerTool(
+    'list_accounts',
+    {
+      description: 'Every account with its balance in INR (admin keys only).',
+      inputSchema: { limit: z.number().int().min(1).max(1000).default(100) },
+      outputSchema: { accounts: list },
+      annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+    },
+    async ({ limit }) =>
+      run('list_accounts', () => {
+        requireAdmin(principal);
+        app.store.barrier.pass();
+        return result({ accounts: app.accounts.list(limit, 0).map(presentAccount) });
+      }),
+  );
+
+  server.registerTool(
+    'create_account',
+    {
+      description: 'Creates an account with an empty wallet (admin keys only). Top it up with top_up_wallet, give it keys with create_api_key.',
+      inputSchema: { email: z.string().describe('The e-mail, unique'), name: z.string().describe('A display name'), role: z.enum(['user', 'admin']).default('user') },
+      outputSchema: { account: z.record(z.string(), z.unknown()) },
+      annotations: { ...changes, idempotentHint: false },
+    },
+    async ({ email, name, role }) =>
+      run('create_account', async () => {
+        requireAdmin(principal);
+        const created = await app.accounts.create({ email: email.trim().toLowerCase(), name, role });
+        return result({ account: presentAccount(created) });
+      }),
+  );
+
+  server.registerTool(
+    'top_up_wallet',
+    {
+      description: "Adds INR to an account's wallet (admin keys only). Give a reference (an invoice or PO number): a retry with the same reference applies once.",
+      inputSchema: { account_id: z.string().describe('Account id or e-mail'), amount: z.number().positive().describe('INR, up to 6 decimals'), reference: z.string().max(200).optional(), note: z.string().max(500).optional() },
+      outputSchema: { topup: z.record(z.string(), z.unknown()), balance: z.number(), replayed: z.boolean() },
+      annotations: { ...changes, idempotentHint: true },
+    },
+    async ({ account_id: ref, amount, reference, note }) =>
+      run('top_up_wallet', () => {
+        requireAdmin(principal);
+        const target = account(ref);
+        const result_ = app.wallet.topup({ accountId: target.id, amountMicros: positiveAmount({ amount }), createdBy: principal.account.id, ...(reference ? { reference } : {}), ...(note ? { note } : {}) });
+        return result({ topup: presentLedgerEntry(result_.entry), balance: microsToInr(result_.balanceMicros), replayed: result_.replayed });
+      }),
+  );
+
+  server.registerTool(
+    'list_ledger',
+    {
+      description: "An account's wallet ledger, newest first: top-ups, charges and refunds with the balance after each.",
+      inputSchema: { account_id: accountRef, limit: z.number().int().min(1).max(1000).default(50) },
+      outputSchema: { entries: list },
+      annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+    },
+    async ({ account_id: ref, limit }) => run('list_ledger', () => result({ entries: app.wallet.ledger(account(ref).id, limit).map(presentLedgerEntry) })),
+  );
+
+  for (const [kind, noun] of [
+    ['api', 'api_key'],
+    ['management', 'management_key'],
+  ] as const satisfies ReadonlyArray<readonly [KeyKind, string]>) {
+    const what = kind === 'api' ? 'API keys (sk-, for inference calls)' : 'management keys (akm-, for the management API and this server)';
+    server.registerTool(
+      `list_${noun}s`,
+      {
+        description: `An account's ${what}: masked, with status${kind === 'api' ? ', rate limit, budget and spend' : ''}.`,
+        inputSchema: { account_id: accountRef },
+        outputSchema: { keys: list },
+        annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+      },
+      async ({ account_id: ref }) => run(`list_${noun}s`, () => result({ keys: app.keys.list(kind, account(ref).id).map((key) => presentKey(key, Date.now())) })),
+    );
+    server.registerTool(
+      `create_${noun}`,
+      {
+        description:
+          kind === 'api'
+            ? 'Creates an sk- API key for an account: name, rate_limit (requests per minute, 1 to 10000), budget (INR, 0 = unlimited), expires_at (ISO date). The secret is in the answer once and cannot be shown again.'
+            : 'Creates an akm- management key for an account (name, expires_at). The secret is in the answer once and cannot be shown again.',
+        inputSchema: {
+          account_id: accountRef,
+          name: z.string().describe('What the key is for'),
+          ...(kind === 'api' ? { rate_limit: z.number().int().optional(), budget: z.number().optional() } : {}),
+          expires_at: z.string().optional().describe('ISO 8601 date or date-time, in the future'),
+        },
+        outputSchema: { key: z.record(z.string(), z.unknown()), secret: z.string() },
+        annotations: { ...changes, idempotentHint: false },
+      },
+      async (args: { account_id?: string | undefined; name: string; rate_limit?: number | undefined; budget?: number | undefined; expires_at?: string | undefined }) =>
+        run(`create_${noun}`, () => {
+          const target = account(args.account_id);
+          const now = Date.now();
+          const body: Record<string, unknown> = { name: args.name };
+          for (const field of ['rate_limit', 'budget', 'expires_at'] as const) if (args[field] !== undefined) body[field] = args[field];
+          const { record, secret } = app.keys.create(kind, target.id, parseKeyCreate(kind, body, now));
+          return {
+            content: [{ type: 'text' as const, text: `Created ${record.name} (${record.maskedKey}). The secret below is shown once and cannot be recovered: store it now.\n${secret}` }],
+            structuredContent: { key: presentKey(record, now), secret },
+          };
+        }),
+    );
+    server.registerTool(
+      `revoke_${noun}`,
+      {
+        description: `Revokes one of the ${what} for good: calls with it are refused from now on.`,
+        inputSchema: { key_id: z.string() },
+        outputSchema: { key: z.record(z.string(), z.unknown()) },
+        annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+      },
+      async ({ key_id: id }) =>
+        run(`revoke_${noun}`, () => {
+          const record = app.keys.get(kind, id, (key) => canSee(principal, key.accountId));
+          return result({ key: presentKey(app.keys.revoke(record), Date.now()) });
+        }),
+    );
+  }
+
+  server.registerTool(
+    'update_api_key',
+    {
+      description: 'Changes an sk- API key: name, rate_limit (1 to 10000), budget (INR, 0 = unlimited), expires_at (ISO date; null clears it).',
+      inputSchema: { key_id: z.string(), name: z.string().optional(), rate_limit: z.number().int().optional(), budget: z.number().optional(), expires_at: z.string().nullable().optional() },
+      outputSchema: { key: z.record(z.string(), z.unknown()) },
+      annotations: { ...changes, idempotentHint: true },
+    },
+    async ({ key_id: id, ...fields }) =>
+      run('update_api_key', () => {
+        const record = app.keys.get('api', id, (key) => canSee(principal, key.accountId));
+        const body: Record<string, unknown> = {};
+        for (const [field, value] of Object.entries(fields)) if (value !== undefined) body[field] = value;
+        const now = Date.now();
+        return result({ key: presentKey(app.keys.update(record, parseKeyUpdate('api', body, now)), now) });
+      }),
+  );
+
+  server.registerTool(
+    'query_usage',
+    {
+      description: 'Billed calls, newest first, or their totals grouped by day, model or key. Filters: account (admins: any), key, model, endpoint, time range (ISO dates).',
+      inputSchema: {
+        account_id: accountRef,
+        api_key_id: z.string().optional(),
+        model: z.string().optional(),
+        endpoint: z.string().optional(),
+        since: z.string().optional().describe('ISO date or date-time, inclusive'),
+        until: z.string().optional().describe('ISO date or date-time, exclusive'),
+        group_by: z.enum(['day', 'model', 'key']).optional().describe('Totals instead of rows'),
+        limit: z.number().int().min(1).max(1000).default(100),
+      },
+      outputSchema: { rows: list },
+      annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+    },
+    async (args) =>
+      run('query_usage', () => {
+        const time = (field: 'since' | 'until'): number | undefined => {
+          const text = args[field];
+          if (text === undefined) return undefined;
+          const parsed = parseIsoDate(text);
+          if (!parsed.ok) throw Object.assign(new Error(), { gateway: `${field}: ${parsed.rule}` });
+          return parsed.ms;
+        };
+        let since: number | undefined;
+        let until: number | undefined;
+        try {
+          since = time('since');
+          until = time('until');
+        } catch (error) {
+          return fail((error as { gateway: string }).gateway);
+        }
+        const target = account(args.account_id);
+        const rows = app.usage.list({
+          accountId: target.id,
+          limit: args.group_by ? 100_000 : args.limit,
+          ...(args.api_key_id ? { apiKeyId: args.api_key_id } : {}),
+          ...(args.model ? { model: args.model } : {}),
+          ...(args.endpoint ? { endpoint: args.endpoint } : {}),
+          ...(since !== undefined ? { since } : {}),
+          ...(until !== undefined ? { until } : {}),
+        });
+        if (!args.group_by) return result({ rows: rows.map((row) => presentUsage(row)) });
+        const groups = new Map<string, { calls: number; errors: number; micros: number }>();
+        for (const row of rows) {
+          const group = args.group_by === 'day' ? new Date(row.createdAt).toISOString().slice(0, 10) : args.group_by === 'model' ? row.model : (row.apiKeyId ?? '(none)');
+          const entry = groups.get(group) ?? { calls: 0, errors: 0, micros: 0 };
+          entry.calls += 1;
+          entry.errors += row.status >= 400 ? 1 : 0;
+          entry.micros += row.costMicros;
+          groups.set(group, entry);
+        }
+        return result({ rows: [...groups].map(([group, totals]) => ({ [args.group_by as string]: group, calls: totals.calls, errors: totals.errors, cost: microsToInr(totals.micros) })) });
+      }),
   );
 
   return server;

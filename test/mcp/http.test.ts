@@ -20,10 +20,29 @@ t.test('MCP over Streamable HTTP: initialize, list tools, read-only tools, refus
 
   const tools = await client.listTools();
   const names = tools.tools.map((tool) => tool.name).sort();
-  t.same(names, ['estimate_cost', 'get_balance', 'list_models', 'whoami']);
+  t.same(names, [
+    'create_account',
+    'create_api_key',
+    'create_management_key',
+    'estimate_cost',
+    'get_balance',
+    'list_accounts',
+    'list_api_keys',
+    'list_ledger',
+    'list_management_keys',
+    'list_models',
+    'query_usage',
+    'revoke_api_key',
+    'revoke_management_key',
+    'top_up_wallet',
+    'update_api_key',
+    'whoami',
+  ]);
   for (const tool of tools.tools) {
-    t.ok(tool.description && tool.outputSchema, `${tool.name}: a description and an output schema`);
-    t.equal(tool.annotations?.readOnlyHint, true, `${tool.name}: read-only`);
+    t.ok(tool.description && tool.outputSchema && tool.inputSchema, `${tool.name}: a description, input and output schemas`);
+    const readOnly = tool.name.startsWith('list_') || ['whoami', 'get_balance', 'estimate_cost', 'query_usage'].includes(tool.name);
+    t.equal(tool.annotations?.readOnlyHint, readOnly, `${tool.name}: readOnlyHint ${readOnly}`);
+    t.equal(tool.annotations?.destructiveHint ?? false, tool.name.startsWith('revoke_'), `${tool.name}: destructiveHint`);
   }
 
   const whoami = await client.callTool({ name: 'whoami', arguments: {} });
@@ -44,6 +63,28 @@ t.test('MCP over Streamable HTTP: initialize, list tools, read-only tools, refus
   const models = await client.callTool({ name: 'list_models', arguments: { type: 'speech' } });
   t.ok((models.structuredContent as { models: Array<{ type: string }> }).models.every((m) => m.type === 'speech'));
 
+  // Changing tools: a top-up replayed with its reference applies once; a key made here works.
+  const topup = await client.callTool({ name: 'top_up_wallet', arguments: { account_id: 'mcp@example.com', amount: 500, reference: 'INV-9' } });
+  t.match(topup.structuredContent, { balance: 623.45, replayed: false });
+  const replay = await client.callTool({ name: 'top_up_wallet', arguments: { account_id: 'mcp@example.com', amount: 500, reference: 'INV-9' } });
+  t.match(replay.structuredContent, { balance: 623.45, replayed: true }, 'the same reference applies once');
+  const created = await client.callTool({ name: 'create_api_key', arguments: { account_id: 'mcp@example.com', name: 'from mcp', budget: 100, rate_limit: 60 } });
+  const secret = (created.structuredContent as { secret: string }).secret;
+  t.match(secret, /^sk-[0-9a-f]{64}$/);
+  t.match(JSON.stringify(created.content), /shown once/, 'the text warns the secret is shown once');
+  const credits = await fetch(`${gw.url}/v1/credits`, { headers: { authorization: `Bearer ${secret}` } });
+  t.match(await credits.json(), { balance: 623.45 }, 'the key works');
+  const keyId = ((created.structuredContent as { key: { id: string } }).key).id;
+  const badUpdate = await client.callTool({ name: 'update_api_key', arguments: { key_id: keyId, rate_limit: 20000 } });
+  t.equal(badUpdate.isError, true);
+  t.match(JSON.stringify(badUpdate.content), /rate_limit/, 'the error names the field');
+  t.match((await client.callTool({ name: 'update_api_key', arguments: { key_id: keyId, budget: 50 } })).structuredContent, { key: { budget: 50 } });
+  t.match((await client.callTool({ name: 'revoke_api_key', arguments: { key_id: keyId } })).structuredContent, { key: { status: 'revoked' } });
+  t.equal((await fetch(`${gw.url}/v1/credits`, { headers: { authorization: `Bearer ${secret}` } })).status, 401, 'revoked');
+  const ledger = await client.callTool({ name: 'list_ledger', arguments: { account_id: 'mcp@example.com' } });
+  t.equal((ledger.structuredContent as { entries: unknown[] }).entries.length, 2, 'two top-ups in the ledger, not three');
+  t.same((await client.callTool({ name: 'query_usage', arguments: { account_id: 'mcp@example.com', group_by: 'model' } })).structuredContent, { rows: [] });
+
   // A non-admin key sees only its own account.
   const account = await gw.http('POST', '/api/management/accounts', { token: gw.adminKey, body: { email: 'user@example.com', name: 'U' } });
   const userKey = await gw.http('POST', `/api/management/accounts/${account.body.id as string}/management-keys`, { token: gw.adminKey, body: { name: 'user tool' } });
@@ -53,6 +94,13 @@ t.test('MCP over Streamable HTTP: initialize, list tools, read-only tools, refus
   const foreign = await user.callTool({ name: 'get_balance', arguments: { account_id: 'mcp@example.com' } });
   t.equal(foreign.isError, true, "another account's balance is refused as a tool error");
   t.match((await user.callTool({ name: 'get_balance', arguments: {} })).structuredContent, { email: 'user@example.com', balance: 0 });
+  const notAdmin = await user.callTool({ name: 'top_up_wallet', arguments: { account_id: 'user@example.com', amount: 1 } });
+  t.equal(notAdmin.isError, true, 'a user key cannot top up');
+  t.match(JSON.stringify(notAdmin.content), /admin/);
+  t.equal((await user.callTool({ name: 'list_accounts', arguments: {} })).isError, true);
+  t.equal((await user.callTool({ name: 'list_api_keys', arguments: { account_id: 'mcp@example.com' } })).isError, true, "another account's keys are not found");
+  const own = await user.callTool({ name: 'create_api_key', arguments: { name: 'mine' } });
+  t.notOk(own.isError, 'a user key makes keys for its own account');
 
   // Credentials: none 401, an sk- key 403, with the envelope; another origin refused.
   const post = (headers: Record<string, string>) =>
