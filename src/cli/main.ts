@@ -22,13 +22,14 @@ export async function createProgram(io: Io, argv: readonly string[] = []): Promi
     .configureOutput({ writeOut: (text) => io.out(text), writeErr: (text) => io.err(text) });
   registerServeCommand(program, io);
   if (argv[0] !== 'serve') {
-    const [init, accounts, wallet, keys, models, usage] = await Promise.all([
+    const [init, accounts, wallet, keys, models, usage, mcp] = await Promise.all([
       import('./commands/init.js'),
       import('./commands/accounts.js'),
       import('./commands/wallet.js'),
       import('./commands/keys.js'),
       import('./commands/models.js'),
       import('./commands/usage.js'),
+      import('./commands/mcp.js'),
     ]);
     init.registerInitCommand(program, io);
     accounts.registerAccountCommands(program, io);
@@ -37,6 +38,7 @@ export async function createProgram(io: Io, argv: readonly string[] = []): Promi
     keys.registerKeyCommands(program, io, 'management');
     models.registerModelCommands(program, io);
     usage.registerUsageCommands(program, io);
+    mcp.registerMcpCommand(program, io);
   }
   // Subcommands inherit exitOverride and output settings only when set on each of them.
   const apply = (command: Command): void => {

@@ -1,0 +1,32 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import t from 'tap';
+import { cliEnv, ROOT } from '../support/cli.js';
+import { fundedKey, startTestGateway } from '../support/gateway.js';
+
+/** `gateway mcp` on stdio, spawned as a desktop client would, relaying the daemon's tools. */
+
+t.test('gateway mcp: the same tools and rules over stdio', async (t) => {
+  const gw = await startTestGateway();
+  t.teardown(() => gw.stop());
+  const funded = await fundedKey(gw, { balance: 42, email: 'stdio@example.com' });
+  const transport = new StdioClientTransport({ command: process.execPath, args: ['bin/gateway.js', 'mcp', '--url', gw.url], cwd: ROOT, env: { ...cliEnv(), GATEWAY_ADMIN_KEY: gw.adminKey } as Record<string, string>, stderr: 'pipe' });
+  const client = new Client({ name: 'desktop', version: '1.0.0' });
+  await client.connect(transport);
+  t.teardown(() => client.close());
+  const tools = await client.listTools();
+  t.ok(tools.tools.some((tool) => tool.name === 'top_up_wallet' && tool.annotations?.idempotentHint === true), 'the daemon tools, annotations kept');
+  t.match((await client.callTool({ name: 'whoami', arguments: {} })).structuredContent, { role: 'admin', email: gw.adminEmail });
+  const topup = await client.callTool({ name: 'top_up_wallet', arguments: { account_id: funded.accountId, amount: 8, reference: 'stdio-1' } });
+  t.match(topup.structuredContent, { balance: 50, replayed: false });
+  t.match((await client.callTool({ name: 'top_up_wallet', arguments: { account_id: funded.accountId, amount: 8, reference: 'stdio-1' } })).structuredContent, { balance: 50, replayed: true });
+  const refused = await client.callTool({ name: 'get_balance', arguments: { account_id: 'nobody@example.com' } });
+  t.equal(refused.isError, true, 'tool errors pass through');
+});
+
+t.test('gateway mcp without a key is a usage error', async (t) => {
+  const { runCli } = await import('../support/cli.js');
+  const run = await runCli(['mcp', '--url', 'http://127.0.0.1:9']);
+  t.equal(run.code, 2);
+  t.match(run.stderr, /no management key/);
+});
