@@ -27,7 +27,16 @@ function result<T extends Record<string, unknown>>(value: T) {
 }
 
 export function createMcpServer(app: App, principal: KeyPrincipal): McpServer {
-  const server = new McpServer(SERVER_INFO, { capabilities: { tools: {} } });
+  const server = new McpServer(SERVER_INFO, { capabilities: { tools: {}, resources: {} } });
+
+  server.registerResource('catalog', 'gateway://models', { title: 'Model catalog', description: 'Every model with its INR prices (the public catalog, GET /api/models)', mimeType: 'application/json' }, async (uri) => ({
+    contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify({ object: 'list', data: app.catalog.models.map(presentCatalogModel) }) }],
+  }));
+  server.registerResource('balance', 'gateway://balance', { title: 'Wallet balance', description: "The key's own account and its INR balance", mimeType: 'application/json' }, async (uri) => {
+    app.store.barrier.pass();
+    const view = presentAccount(app.accounts.get(principal.account.id) ?? principal.account);
+    return { contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify({ account_id: view.id, email: view.email, balance: view.balance, currency: 'INR' }) }] };
+  });
 
   server.registerTool(
     'whoami',

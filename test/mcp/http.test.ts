@@ -1,7 +1,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import t from 'tap';
-import { fundedKey, startTestGateway } from '../support/gateway.js';
+import { fundedKey, simulatedProviders, startTestGateway } from '../support/gateway.js';
+import { ProviderSimulator } from '../support/simulator/server.js';
 
 /** The MCP server over Streamable HTTP, driven by the SDK's own client: auth, tools, role rules. */
 
@@ -12,8 +13,12 @@ async function connect(url: string, key: string): Promise<Client> {
 }
 
 t.test('MCP over Streamable HTTP: initialize, list tools, read-only tools, refusals', async (t) => {
-  const gw = await startTestGateway();
-  t.teardown(() => gw.stop());
+  const sim = await ProviderSimulator.start();
+  const gw = await startTestGateway({ providers: simulatedProviders(sim.url) });
+  t.teardown(async () => {
+    await gw.stop();
+    await sim.close();
+  });
   const client = await connect(gw.url, gw.adminKey);
   t.teardown(() => client.close());
   t.equal(client.getServerVersion()?.name, 'llm-gateway');
@@ -45,6 +50,13 @@ t.test('MCP over Streamable HTTP: initialize, list tools, read-only tools, refus
     t.equal(tool.annotations?.destructiveHint ?? false, tool.name.startsWith('revoke_'), `${tool.name}: destructiveHint`);
   }
 
+  const resources = await client.listResources();
+  t.same(resources.resources.map((r) => r.uri).sort(), ['gateway://balance', 'gateway://models']);
+  const catalog = await client.readResource({ uri: 'gateway://models' });
+  t.ok(JSON.parse((catalog.contents[0] as { text: string }).text).data.some((m: { id: string }) => m.id === 'openai/gpt-4o-mini'), 'the catalog as a resource');
+  const own = await client.readResource({ uri: 'gateway://balance' });
+  t.match(JSON.parse((own.contents[0] as { text: string }).text), { email: gw.adminEmail, currency: 'INR' });
+
   const whoami = await client.callTool({ name: 'whoami', arguments: {} });
   t.match(whoami.structuredContent, { email: gw.adminEmail, role: 'admin' });
 
@@ -74,6 +86,9 @@ t.test('MCP over Streamable HTTP: initialize, list tools, read-only tools, refus
   t.match(JSON.stringify(created.content), /shown once/, 'the text warns the secret is shown once');
   const credits = await fetch(`${gw.url}/v1/credits`, { headers: { authorization: `Bearer ${secret}` } });
   t.match(await credits.json(), { balance: 623.45 }, 'the key works');
+  const chat = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }) });
+  t.equal(chat.status, 200, 'a key created over MCP makes chat completions');
+  await chat.json();
   const keyId = ((created.structuredContent as { key: { id: string } }).key).id;
   const badUpdate = await client.callTool({ name: 'update_api_key', arguments: { key_id: keyId, rate_limit: 20000 } });
   t.equal(badUpdate.isError, true);
@@ -82,8 +97,8 @@ t.test('MCP over Streamable HTTP: initialize, list tools, read-only tools, refus
   t.match((await client.callTool({ name: 'revoke_api_key', arguments: { key_id: keyId } })).structuredContent, { key: { status: 'revoked' } });
   t.equal((await fetch(`${gw.url}/v1/credits`, { headers: { authorization: `Bearer ${secret}` } })).status, 401, 'revoked');
   const ledger = await client.callTool({ name: 'list_ledger', arguments: { account_id: 'mcp@example.com' } });
-  t.equal((ledger.structuredContent as { entries: unknown[] }).entries.length, 2, 'two top-ups in the ledger, not three');
-  t.same((await client.callTool({ name: 'query_usage', arguments: { account_id: 'mcp@example.com', group_by: 'model' } })).structuredContent, { rows: [] });
+  t.equal((ledger.structuredContent as { entries: Array<{ kind: string }> }).entries.filter((e) => e.kind === 'topup').length, 2, 'two top-ups in the ledger, not three');
+  t.match((await client.callTool({ name: 'query_usage', arguments: { account_id: 'mcp@example.com', group_by: 'model' } })).structuredContent, { rows: [{ model: 'openai/gpt-4o-mini', calls: 1, errors: 0 }] }, 'usage totals by model');
 
   // A non-admin key sees only its own account.
   const account = await gw.http('POST', '/api/management/accounts', { token: gw.adminKey, body: { email: 'user@example.com', name: 'U' } });
@@ -99,8 +114,8 @@ t.test('MCP over Streamable HTTP: initialize, list tools, read-only tools, refus
   t.match(JSON.stringify(notAdmin.content), /admin/);
   t.equal((await user.callTool({ name: 'list_accounts', arguments: {} })).isError, true);
   t.equal((await user.callTool({ name: 'list_api_keys', arguments: { account_id: 'mcp@example.com' } })).isError, true, "another account's keys are not found");
-  const own = await user.callTool({ name: 'create_api_key', arguments: { name: 'mine' } });
-  t.notOk(own.isError, 'a user key makes keys for its own account');
+  const mine = await user.callTool({ name: 'create_api_key', arguments: { name: 'mine' } });
+  t.notOk(mine.isError, 'a user key makes keys for its own account');
 
   // Credentials: none 401, an sk- key 403, with the envelope; another origin refused.
   const post = (headers: Record<string, string>) =>

@@ -20,6 +20,8 @@ t.test('gateway mcp: the same tools and rules over stdio', async (t) => {
   const topup = await client.callTool({ name: 'top_up_wallet', arguments: { account_id: funded.accountId, amount: 8, reference: 'stdio-1' } });
   t.match(topup.structuredContent, { balance: 50, replayed: false });
   t.match((await client.callTool({ name: 'top_up_wallet', arguments: { account_id: funded.accountId, amount: 8, reference: 'stdio-1' } })).structuredContent, { balance: 50, replayed: true });
+  const balance = await client.readResource({ uri: 'gateway://balance' });
+  t.match(JSON.parse((balance.contents[0] as { text: string }).text), { email: gw.adminEmail }, 'resources relayed too');
   const refused = await client.callTool({ name: 'get_balance', arguments: { account_id: 'nobody@example.com' } });
   t.equal(refused.isError, true, 'tool errors pass through');
 });

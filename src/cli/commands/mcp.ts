@@ -2,7 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ListResourcesRequestSchema, ListToolsRequestSchema, ReadResourceRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { Command } from 'commander';
 import type { Io } from '../io.js';
 import { gatewayUrl, UsageError, withClientOptions, type ClientFlags } from '../options.js';
@@ -20,9 +20,11 @@ export function registerMcpCommand(program: Command, io: Io): void {
     const upstream = new Client({ name: 'gateway-mcp-stdio', version: '0.1.0' });
     await upstream.connect(new StreamableHTTPClientTransport(new URL('/mcp', gatewayUrl(flags, io)), { requestInit: { headers: { authorization: `Bearer ${key}` } } }));
     const info = upstream.getServerVersion() ?? { name: 'llm-gateway', version: '0.1.0' };
-    const server = new Server({ name: info.name, version: info.version }, { capabilities: { tools: {} } });
+    const server = new Server({ name: info.name, version: info.version }, { capabilities: { tools: {}, resources: {} } });
     server.setRequestHandler(ListToolsRequestSchema, (request) => upstream.listTools(request.params));
     server.setRequestHandler(CallToolRequestSchema, (request) => upstream.callTool(request.params));
+    server.setRequestHandler(ListResourcesRequestSchema, (request) => upstream.listResources(request.params));
+    server.setRequestHandler(ReadResourceRequestSchema, (request) => upstream.readResource(request.params));
     const transport = new StdioServerTransport();
     const closed = new Promise<void>((resolve) => {
       transport.onclose = () => resolve();
