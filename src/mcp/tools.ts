@@ -9,7 +9,7 @@ import { presentAccount, presentCatalogModel, presentKey, presentLedgerEntry, pr
 import { isGatewayError } from '../core/errors.js';
 import type { KeyKind } from '../core/keys.js';
 import { microsToInr } from '../core/money.js';
-import { costMicros } from '../core/pricing.js';
+import { costMicros, imagePriceMicros, speechCostMicros, transcriptionCostMicros } from '../core/pricing.js';
 import { parseIsoDate } from '../core/time.js';
 
 /**
@@ -93,20 +93,44 @@ export function createMcpServer(app: App, principal: KeyPrincipal): McpServer {
     'estimate_cost',
     {
       title: 'Estimate a call cost',
-      description: 'What a chat or embedding call of the given tokens costs on a model, in INR, at catalog prices (rounded up to the micro-rupee, as billed).',
+      description:
+        'What a call costs on a model, in INR at catalog prices, rounded up to the micro-rupee as billed: chat and embedding models by input_tokens and output_tokens; speech by units = characters; transcription by units = seconds of audio; image models by units = images (optionally size and quality).',
       inputSchema: {
         model: z.string().describe('A catalog model id (openai/gpt-4o-mini) or a short name'),
-        input_tokens: z.number().int().min(0).describe('Prompt tokens'),
-        output_tokens: z.number().int().min(0).default(0).describe('Completion tokens'),
+        input_tokens: z.number().int().min(0).default(0).describe('Prompt tokens (chat, embedding)'),
+        output_tokens: z.number().int().min(0).default(0).describe('Completion tokens (chat)'),
+        units: z.number().int().min(0).optional().describe('Characters (speech), seconds (transcription) or images (image)'),
+        size: z.string().optional().describe('Image size, e.g. 1024x1024'),
+        quality: z.string().optional().describe('Image quality, e.g. hd'),
       },
-      outputSchema: { model: z.string(), input_tokens: z.number(), output_tokens: z.number(), cost: z.number(), currency: z.literal('INR') },
+      outputSchema: { model: z.string(), billed_in: z.string(), quantity: z.number(), cost: z.number(), currency: z.literal('INR') },
       annotations: { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false },
     },
-    async ({ model: name, input_tokens: inputTokens, output_tokens: outputTokens }) => {
+    async ({ model: name, input_tokens: inputTokens, output_tokens: outputTokens, units, size, quality }) => {
       const model = app.catalog.get(name) ?? app.catalog.models.find((m) => m.id.slice(m.provider.length + 1) === name);
       if (!model) return { content: [{ type: 'text' as const, text: `model: no catalog model '${name}' (list_models lists them)` }], isError: true };
-      const micros = costMicros(model.pricing, { inputTokens, outputTokens, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 });
-      return result({ model: model.id, input_tokens: inputTokens, output_tokens: outputTokens, cost: microsToInr(micros), currency: 'INR' as const });
+      let micros: number;
+      let billedIn: string;
+      let quantity: number;
+      if (model.type === 'chat' || model.type === 'embedding') {
+        micros = costMicros(model.pricing, { inputTokens, outputTokens, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 });
+        billedIn = 'tokens';
+        quantity = inputTokens + outputTokens;
+      } else {
+        if (units === undefined) return { content: [{ type: 'text' as const, text: `units: required for ${model.id} (a ${model.type} model: ${model.type === 'speech' ? 'characters' : model.type === 'transcription' ? 'seconds' : 'images'})` }], isError: true };
+        quantity = units;
+        if (model.type === 'speech') {
+          billedIn = 'characters';
+          micros = speechCostMicros(model.pricing, units);
+        } else if (model.type === 'transcription') {
+          billedIn = 'seconds';
+          micros = transcriptionCostMicros(model.pricing, units);
+        } else {
+          billedIn = 'images';
+          micros = units * imagePriceMicros(model.pricing, size ?? model.image?.defaultSize ?? '1024x1024', quality ?? model.image?.defaultQuality);
+        }
+      }
+      return result({ model: model.id, billed_in: billedIn, quantity, cost: microsToInr(micros), currency: 'INR' as const });
     },
   );
 

@@ -66,6 +66,10 @@ t.test('MCP over Streamable HTTP: initialize, list tools, read-only tools, refus
 
   const cost = await client.callTool({ name: 'estimate_cost', arguments: { model: 'gpt-4o-mini', input_tokens: 1_000_000, output_tokens: 1000 } });
   t.match(cost.structuredContent, { model: 'openai/gpt-4o-mini', cost: 12.6504, currency: 'INR' }, '₹12.60 per 1M in + ₹50.40 per 1M out');
+  t.match((await client.callTool({ name: 'estimate_cost', arguments: { model: 'openai/tts-1', units: 1000 } })).structuredContent, { billed_in: 'characters', cost: 1.26 }, 'speech per character');
+  t.match((await client.callTool({ name: 'estimate_cost', arguments: { model: 'whisper-1', units: 60 } })).structuredContent, { billed_in: 'seconds', cost: 0.504 }, 'transcription per second');
+  t.match((await client.callTool({ name: 'estimate_cost', arguments: { model: 'dall-e-3', units: 2, size: '1792x1024', quality: 'hd' } })).structuredContent, { billed_in: 'images', cost: 20.16 }, 'images by size and quality');
+  t.equal((await client.callTool({ name: 'estimate_cost', arguments: { model: 'openai/tts-1' } })).isError, true, 'units required for a media model');
   const unknown = await client.callTool({ name: 'estimate_cost', arguments: { model: 'nope', input_tokens: 1 } });
   t.equal(unknown.isError, true, 'a bad argument is a tool error, not a protocol failure');
   t.match(JSON.stringify(unknown.content), /model: no catalog model/);
@@ -99,6 +103,19 @@ t.test('MCP over Streamable HTTP: initialize, list tools, read-only tools, refus
   const ledger = await client.callTool({ name: 'list_ledger', arguments: { account_id: 'mcp@example.com' } });
   t.equal((ledger.structuredContent as { entries: Array<{ kind: string }> }).entries.filter((e) => e.kind === 'topup').length, 2, 'two top-ups in the ledger, not three');
   t.match((await client.callTool({ name: 'query_usage', arguments: { account_id: 'mcp@example.com', group_by: 'model' } })).structuredContent, { rows: [{ model: 'openai/gpt-4o-mini', calls: 1, errors: 0 }] }, 'usage totals by model');
+
+  // Every remaining tool's success.
+  const team = await client.callTool({ name: 'create_account', arguments: { email: 'team-mcp@example.com', name: 'Team' } });
+  t.match(team.structuredContent, { account: { email: 'team-mcp@example.com', balance: 0 } });
+  t.ok((await client.callTool({ name: 'list_accounts', arguments: {} })).structuredContent && !(await client.callTool({ name: 'list_accounts', arguments: {} })).isError);
+  const akm = await client.callTool({ name: 'create_management_key', arguments: { account_id: 'team-mcp@example.com', name: 'team bot' } });
+  t.match((akm.structuredContent as { secret: string }).secret, /^akm-/);
+  const akmId = (akm.structuredContent as { key: { id: string } }).key.id;
+  t.equal(((await client.callTool({ name: 'list_management_keys', arguments: { account_id: 'team-mcp@example.com' } })).structuredContent as { keys: unknown[] }).keys.length, 1);
+  t.match((await client.callTool({ name: 'revoke_management_key', arguments: { key_id: akmId } })).structuredContent, { key: { status: 'revoked' } });
+  t.equal(((await client.callTool({ name: 'list_api_keys', arguments: { account_id: 'mcp@example.com' } })).structuredContent as { keys: unknown[] }).keys.length, 2, 'the funded key and the one made over MCP');
+  t.equal(((await client.callTool({ name: 'query_usage', arguments: { account_id: 'mcp@example.com' } })).structuredContent as { rows: unknown[] }).rows.length, 1, 'usage rows');
+  t.match((await client.callTool({ name: 'query_usage', arguments: { since: 'yesterday' } })), { isError: true }, 'a bad date names the field');
 
   // A non-admin key sees only its own account.
   const account = await gw.http('POST', '/api/management/accounts', { token: gw.adminKey, body: { email: 'user@example.com', name: 'U' } });
