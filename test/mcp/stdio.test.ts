@@ -24,6 +24,12 @@ t.test('gateway mcp: the same tools and rules over stdio', async (t) => {
   t.match(JSON.parse((balance.contents[0] as { text: string }).text), { email: gw.adminEmail }, 'resources relayed too');
   const refused = await client.callTool({ name: 'get_balance', arguments: { account_id: 'nobody@example.com' } });
   t.equal(refused.isError, true, 'tool errors pass through');
+
+  const { runCli } = await import('../support/cli.js');
+  const sk = await runCli(['mcp', '--url', gw.url, '--key', funded.key]);
+  t.not(sk.code, 0, 'an sk- key cannot start it');
+  t.match(sk.stderr, /403|API keys cannot use the management API/);
+  t.notMatch(sk.stderr + sk.stdout, new RegExp(funded.key.slice(3)), 'the key is never printed');
 });
 
 t.test('gateway mcp without a key is a usage error', async (t) => {
