@@ -17,7 +17,13 @@ import { requireManagementKey } from './guards.js';
 interface McpSession {
   transport: StreamableHTTPServerTransport;
   keyId: string;
+  lastUsed: number;
 }
+
+/** A session unused this long is closed (a client that never sent DELETE). */
+const SESSION_IDLE_MS = 30 * 60 * 1000;
+/** Sessions kept at most; past it the least recently used is closed. */
+const MAX_SESSIONS = 1000;
 
 function refused(status: number, reason: string, message: string): GatewayError {
   return new GatewayError({ status, type: status === 404 ? 'not_found_error' : status === 400 ? 'invalid_request_error' : 'permission_error', reason, message });
@@ -37,9 +43,19 @@ function checkOrigin(ctx: RequestContext): void {
 
 export function registerMcpRoutes(router: Router<Route>, app: App): void {
   const sessions = new Map<string, McpSession>();
+  const close = (id: string): void => {
+    const session = sessions.get(id);
+    sessions.delete(id);
+    if (session) void session.transport.close().catch(() => undefined);
+  };
+  const sweeper = setInterval(() => {
+    const cutoff = Date.now() - SESSION_IDLE_MS;
+    for (const [id, session] of sessions) if (session.lastUsed < cutoff) close(id);
+  }, 60_000);
+  sweeper.unref();
   app.lifecycle.onShutdown(() => {
-    for (const session of sessions.values()) void session.transport.close();
-    sessions.clear();
+    clearInterval(sweeper);
+    for (const id of [...sessions.keys()]) close(id);
   });
 
   const handle = async (ctx: RequestContext): Promise<void> => {
@@ -52,6 +68,10 @@ export function registerMcpRoutes(router: Router<Route>, app: App): void {
       const session = sessions.get(id);
       if (!session) throw refused(404, 'mcp_session_not_found', 'no such MCP session (it ended or the daemon restarted): initialize a new one');
       if (session.keyId !== principal.key.id) throw refused(403, 'mcp_session_not_yours', 'this MCP session was opened with another management key');
+      session.lastUsed = Date.now();
+      // Least recently used last: a Map keeps insertion order.
+      sessions.delete(id);
+      sessions.set(id, session);
       await session.transport.handleRequest(ctx.req, ctx.res, body);
       return;
     }
@@ -59,7 +79,11 @@ export function registerMcpRoutes(router: Router<Route>, app: App): void {
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (sessionId) => {
-        sessions.set(sessionId, { transport, keyId: principal.key.id });
+        if (sessions.size >= MAX_SESSIONS) {
+          const oldest = sessions.keys().next().value;
+          if (oldest !== undefined) close(oldest);
+        }
+        sessions.set(sessionId, { transport, keyId: principal.key.id, lastUsed: Date.now() });
       },
     });
     transport.onclose = () => {
