@@ -11,6 +11,7 @@ import type { KeyKind } from '../core/keys.js';
 import { microsToInr } from '../core/money.js';
 import { costMicros, imagePriceMicros, speechCostMicros, transcriptionCostMicros } from '../core/pricing.js';
 import { parseIsoDate } from '../core/time.js';
+import { requiredEmail, requiredString } from '../core/validate.js';
 
 /**
  * The management tools of the MCP server (issue 14), one registry for every transport: each
@@ -177,7 +178,9 @@ export function createMcpServer(app: App, principal: KeyPrincipal): McpServer {
     async ({ email, name, role }) =>
       run('create_account', async () => {
         requireAdmin(principal);
-        const created = await app.accounts.create({ email: email.trim().toLowerCase(), name, role });
+        // The management API's own field rules (e-mail format, name length).
+        const fields = { email, name };
+        const created = await app.accounts.create({ email: requiredEmail(fields), name: requiredString(fields, 'name', { max: 200 }), role });
         return result({ account: presentAccount(created) });
       }),
   );

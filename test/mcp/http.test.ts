@@ -107,6 +107,9 @@ t.test('MCP over Streamable HTTP: initialize, list tools, read-only tools, refus
   // Every remaining tool's success.
   const team = await client.callTool({ name: 'create_account', arguments: { email: 'team-mcp@example.com', name: 'Team' } });
   t.match(team.structuredContent, { account: { email: 'team-mcp@example.com', balance: 0 } });
+  const badEmail = await client.callTool({ name: 'create_account', arguments: { email: 'not-an-email', name: 'X' } });
+  t.equal(badEmail.isError, true);
+  t.match(JSON.stringify(badEmail.content), /email: must be an email address/, "the management API's rule, naming the field");
   t.ok((await client.callTool({ name: 'list_accounts', arguments: {} })).structuredContent && !(await client.callTool({ name: 'list_accounts', arguments: {} })).isError);
   const akm = await client.callTool({ name: 'create_management_key', arguments: { account_id: 'team-mcp@example.com', name: 'team bot' } });
   t.match((akm.structuredContent as { secret: string }).secret, /^akm-/);
