@@ -75,20 +75,7 @@ export class Admitter {
   ) {}
 
   async admit(input: AdmissionInput): Promise<Admission> {
-    try {
-      return await this.admitOnce(input);
-    } catch (error) {
-      if (error instanceof GatewayError) throw error;
-      // The shared limits store (Redis) failed: refuse rather than admit unchecked.
-      throw new GatewayError({
-        status: 503,
-        type: 'service_unavailable',
-        reason: 'limits_unavailable',
-        message: 'the gateway cannot check rate limits and wallet holds right now (its Redis is unreachable); retry shortly',
-        retryable: true,
-        cause: error,
-      });
-    }
+    return refuseWhenLimitsFail(() => this.admitOnce(input));
   }
 
   /**
@@ -96,19 +83,7 @@ export class Admitter {
    * chat call, with a hold of exactly `amountMicros` (no output to size).
    */
   async admitAmount(input: FixedAdmissionInput): Promise<Admission> {
-    try {
-      return await this.admitAmountOnce(input);
-    } catch (error) {
-      if (error instanceof GatewayError) throw error;
-      throw new GatewayError({
-        status: 503,
-        type: 'service_unavailable',
-        reason: 'limits_unavailable',
-        message: 'the gateway cannot check rate limits and wallet holds right now (its Redis is unreachable); retry shortly',
-        retryable: true,
-        cause: error,
-      });
-    }
+    return refuseWhenLimitsFail(() => this.admitAmountOnce(input));
   }
 
   private async admitAmountOnce(input: FixedAdmissionInput): Promise<Admission> {
@@ -236,6 +211,23 @@ export class Admitter {
           });
     }
     throw new Error('unreachable');
+  }
+}
+
+/** The shared limits store (Redis) failed: refuse rather than admit unchecked. */
+async function refuseWhenLimitsFail(admit: () => Promise<Admission>): Promise<Admission> {
+  try {
+    return await admit();
+  } catch (error) {
+    if (error instanceof GatewayError) throw error;
+    throw new GatewayError({
+      status: 503,
+      type: 'service_unavailable',
+      reason: 'limits_unavailable',
+      message: 'the gateway cannot check rate limits and wallet holds right now (its Redis is unreachable); retry shortly',
+      retryable: true,
+      cause: error,
+    });
   }
 }
 

@@ -15,6 +15,7 @@ import { mayWriteCache } from '../pricing.js';
 import { countPromptTokens, countTextTokens, promptTokenBound, promptTokenEstimate } from '../tokens.js';
 import { rateHeaders, type Admission, type Admitter } from './admission.js';
 import { inlineRemoteImages } from './images.js';
+import { InFlight } from './in-flight.js';
 import type { Settlement } from './settlement.js';
 import { acceptOrThrow } from './upstream-call.js';
 
@@ -81,9 +82,7 @@ const translation: TranslationContext = { newToolCallId: () => `call_${randomByt
  * `stream` take ownership of the draft they are given: it becomes the call's request.
  */
 export class ChatService {
-  /** Admitted calls not yet settled. */
-  private open = 0;
-  private idle: Array<() => void> = [];
+  private readonly inFlight = new InFlight();
 
   constructor(
     private readonly config: GatewayConfig,
@@ -100,15 +99,7 @@ export class ChatService {
    * take them.
    */
   settled(timeoutMs: number): Promise<void> {
-    if (this.open === 0) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, timeoutMs);
-      timer.unref();
-      this.idle.push(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
+    return this.inFlight.settled(timeoutMs);
   }
 
   async complete(draft: ChatDraft, ctx: CallContext): Promise<ChatOutcome> {
@@ -271,7 +262,7 @@ export class ChatService {
       requestedMaxTokens: draft.maxTokens,
       maxTokensField: draft.maxTokensField ?? 'max_tokens',
     });
-    this.open += 1;
+    this.inFlight.enter();
     const headers = rateHeaders(admission.rate);
     headers['x-gateway-model'] = model.id;
     // The draft becomes the request in place (hot path: no copy); the service owns the draft
@@ -308,8 +299,7 @@ export class ChatService {
     try {
       return await this.settleCall(prepared, ctx, usage, status, errorType);
     } finally {
-      this.open -= 1;
-      if (this.open === 0) for (const wake of this.idle.splice(0)) wake();
+      this.inFlight.leave();
     }
   }
 

@@ -28,6 +28,7 @@ import { rateHeaders, type Admission, type Admitter } from './admission.js';
 import type { CallContext } from './chat.js';
 import type { HostedImages } from './hosted-images.js';
 import { checkEmbedding, checkImage, checkSpeech, checkTranscription } from './media-rules.js';
+import { InFlight } from './in-flight.js';
 import type { Metered, MeterUnit, Settlement } from './settlement.js';
 import { acceptOrThrow, readAll } from './upstream-call.js';
 
@@ -130,8 +131,7 @@ const EMBEDDING_TOKENS_PER_INPUT = 4;
  * usage row, no charge), so no hold outlives its call.
  */
 export class MediaService {
-  private open = 0;
-  private idle: Array<() => void> = [];
+  private readonly inFlight = new InFlight();
   /** Abandoned speech calls reading the rest of their audio; stopped at shutdown. */
   private readonly drains = new Set<() => void>();
   private stopping = false;
@@ -180,15 +180,7 @@ export class MediaService {
 
   /** Resolves once every admitted call has settled, or after `timeoutMs`. */
   settled(timeoutMs: number): Promise<void> {
-    if (this.open === 0) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, timeoutMs);
-      timer.unref();
-      this.idle.push(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
+    return this.inFlight.settled(timeoutMs);
   }
 
   // ---- Embeddings --------------------------------------------------------------------------
@@ -487,7 +479,7 @@ export class MediaService {
       amountMicros,
       what,
     });
-    this.open += 1;
+    this.inFlight.enter();
     return admission;
   }
 
@@ -540,8 +532,7 @@ export class MediaService {
       });
       return record.costMicros;
     } finally {
-      this.open -= 1;
-      if (this.open === 0) for (const wake of this.idle.splice(0)) wake();
+      this.inFlight.leave();
     }
   }
 
