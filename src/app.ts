@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { GatewayConfig } from './config/types.js';
+import type { GatewayConfig, ModelConfig } from './config/types.js';
 import { KeyAuthenticator } from './core/auth/key-auth.js';
 import { resolveJwtSecret, SessionTokens } from './core/auth/sessions.js';
 import { Catalog } from './core/catalog.js';
@@ -19,6 +19,8 @@ import { Settlement } from './core/gateway/settlement.js';
 import { MemoryHoldStore, RedisHoldStore, type HoldStore } from './core/limits/holds.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './core/limits/rate-limit.js';
 import { UpstreamClient } from './providers/shared/upstream.js';
+import { ResponseCache, type PromptEmbedder } from './core/cache/response-cache.js';
+import { ConfigError } from './config/load.js';
 import type { Store } from './store/store.js';
 
 /** Everything a request handler may use, built once at start. */
@@ -42,6 +44,8 @@ export interface App {
   readonly chat: ChatService;
   readonly media: MediaService;
   readonly hostedImages: HostedImages;
+  /** The response cache, when `cache.enabled`. */
+  readonly cache: ResponseCache | undefined;
 }
 
 /** Shutdown state, and hooks that end long-lived responses (SSE streams) when it begins. */
@@ -85,9 +89,12 @@ export function createApp(config: GatewayConfig, store: Store, redis: Redis | un
   const upstream = new UpstreamClient();
   const settlement = new Settlement(store, holds, usage, logger, { applyDelayMs: config.database.billingBatchMs });
   const admitter = new Admitter(store, limiter, holds, redisHolds && ((keyId, limit, requestId, hold) => redisHolds.acquireIfAdmitted(keyId, limit, requestId, hold)));
-  const chat = new ChatService(config, catalog, admitter, settlement, upstream, logger);
   const hostedImages = new HostedImages(config.database.path, logger);
   const media = new MediaService(config, catalog, admitter, settlement, upstream, hostedImages, logger);
+  const cache = config.cache.enabled
+    ? new ResponseCache(config.cache, { databasePath: config.database.path, redis, redisPrefix: prefix, embed: promptEmbedder(config, catalog, media), logger })
+    : undefined;
+  const chat = new ChatService(config, catalog, admitter, settlement, upstream, logger, cache);
   return {
     config,
     logger,
@@ -108,5 +115,39 @@ export function createApp(config: GatewayConfig, store: Store, redis: Redis | un
     chat,
     media,
     hostedImages,
+    cache,
+  };
+}
+
+/**
+ * The semantic cache's embedding call: the configured catalog model through the media
+ * service (the gateway's own provider layer), billed to the caller as its own usage row
+ * (`cache.embeddings`, request id `<id>-cache`), taking no rate-limit slot of its own.
+ */
+function promptEmbedder(config: GatewayConfig, catalog: Catalog, media: MediaService): PromptEmbedder {
+  const setting = config.cache.semantic;
+  let model: ModelConfig | undefined;
+  try {
+    model = catalog.resolve(setting.embeddingModel, 'embedding');
+  } catch {
+    if (setting.models.length > 0) throw new ConfigError(config.source, [`cache.semantic.embedding_model: '${setting.embeddingModel}' is not an embedding model of the catalog`]);
+  }
+  const spec = model?.embedding;
+  // Shorter vectors when the model can give them (cheaper to search, as good for matching).
+  const dimensions = spec?.minDimensions !== undefined && setting.dimensions !== undefined && setting.dimensions >= spec.minDimensions && setting.dimensions < spec.dimensions ? setting.dimensions : undefined;
+  return async (text, ctx) => {
+    if (!model) return undefined;
+    const outcome = await media.embed(
+      { model: model.id, input: { kind: 'text', texts: [text] }, encodingFormat: 'float', ...(dimensions !== undefined ? { dimensions } : {}) },
+      { ...ctx, requestId: `${ctx.requestId}-cache`, endpoint: 'cache.embeddings', startedAt: Date.now(), unmetered: true },
+    );
+    const vector = outcome.result.vectors[0];
+    if (vector === undefined) return undefined;
+    if (vector instanceof Float32Array) return vector;
+    if (typeof vector === 'string') {
+      const bytes = Buffer.from(vector, 'base64');
+      return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+    }
+    return Float32Array.from(vector);
   };
 }

@@ -134,6 +134,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       app.media.stopDrains();
       await Promise.all([app.chat.settled(2000), app.media.settled(2000)]);
       app.hostedImages.close();
+      await app.cache?.close();
       await app.settlement.close();
       app.holds.close();
       await app.upstream.close();

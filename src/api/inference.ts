@@ -27,6 +27,7 @@ export interface ChatRendering {
  */
 export async function serveChatCall(app: App, ctx: RequestContext, key: KeyRecord, draft: ChatDraft, endpoint: string, rendering: ChatRendering): Promise<void> {
   const call = callContext(ctx, key, endpoint);
+  if (optsOutOfCache(ctx.req.headers['x-gateway-cache'])) draft.noCache = true;
   if (!draft.stream) {
     const outcome = await app.chat.complete(draft, call);
     ctx.send(200, rendering.json(outcome), outcome.headers);
@@ -61,5 +62,16 @@ export function callContext(ctx: RequestContext, key: KeyRecord, endpoint: strin
     rateLimit: key.rateLimit ?? 10_000,
     signal: ctx.signal,
     startedAt: Date.now(),
+    cache: key.cache,
   };
+}
+
+/** `x-gateway-cache: no-cache` (the switch for formats whose body has no `no_cache`, and any client). */
+function optsOutOfCache(header: string | string[] | undefined): boolean {
+  if (header === undefined) return false;
+  const values = Array.isArray(header) ? header.join(',') : header;
+  return values.split(',').some((value) => {
+    const v = value.trim().toLowerCase();
+    return v === 'no-cache' || v === 'no-store' || v === 'bypass';
+  });
 }

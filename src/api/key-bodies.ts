@@ -16,7 +16,7 @@ import type { KeyChanges } from '../store/keys.js';
 /** Request bodies for creating and updating keys, shared by the session and management APIs. */
 
 const FIELDS: Record<KeyKind, readonly string[]> = {
-  api: ['name', 'rate_limit', 'budget', 'expires_at'],
+  api: ['name', 'rate_limit', 'budget', 'expires_at', 'cache'],
   management: ['name', 'expires_at'],
 };
 
@@ -38,6 +38,8 @@ export function parseKeyCreate(kind: KeyKind, raw: unknown, now: number): NewKey
   if (kind === 'api') {
     input.rateLimit = optionalInteger(body, 'rate_limit', 1, MAX_RATE_LIMIT) ?? MAX_RATE_LIMIT;
     input.budgetMicros = budgetOf(body) ?? null;
+    const cache = optionalBool(body, 'cache');
+    if (cache !== undefined) input.cache = cache;
   }
   return input;
 }
@@ -56,6 +58,16 @@ export function parseKeyUpdate(kind: KeyKind, raw: unknown, now: number): KeyCha
     if (rateLimit !== undefined) changes.rateLimit = rateLimit;
     const budget = budgetOf(body);
     if (budget !== undefined) changes.budgetMicros = budget;
+    const cache = optionalBool(body, 'cache');
+    if (cache !== undefined) changes.cache = cache;
   }
   return changes;
+}
+
+/** `cache`: whether the response cache may serve and store the key's calls (default true). */
+function optionalBool(body: JsonObject, field: string): boolean | undefined {
+  const value = body[field];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'boolean') throw errors.invalidField(field, 'must be true or false');
+  return value;
 }

@@ -31,6 +31,7 @@ export function presentKey(key: KeyRecord, now: number) {
     key.kind === 'api'
       ? {
           rate_limit: key.rateLimit,
+          cache: key.cache,
           // The spec: 0 means unlimited (stored as null).
           budget: key.budgetMicros === null ? 0 : microsToInr(key.budgetMicros),
           spent: microsToInr(key.spentMicros),
@@ -92,6 +93,11 @@ export function presentUsage(record: UsageRecord, names: UsageNames = { accountE
     cost: microsToInr(record.costMicros),
     // What the provider billed beyond the call's hold, not charged (0 for almost every call).
     uncharged: microsToInr(record.unchargedMicros),
+    // The response cache: exact or semantic (a hit), miss, bypass; null where it did not apply.
+    cache: record.cache,
+    cache_similarity: record.cacheSimilarity,
+    // What a hit saved at list price (INR).
+    cache_saved: microsToInr(record.cacheSavedMicros),
     status: record.status,
     error_type: record.errorType,
     latency_ms: record.latencyMs,

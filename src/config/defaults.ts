@@ -21,6 +21,18 @@ export const DEFAULT_RAW_CONFIG = {
     login: { max_failures: 5, window: '15m' },
   },
   logging: { level: 'info' },
+  cache: {
+    enabled: false,
+    scope: 'account',
+    ttl: '1h',
+    max_entries: 100_000,
+    max_size: '256mb',
+    max_temperature: 1,
+    tool_results: false,
+    hit_price: 0,
+    exact: { models: ['*'] },
+    semantic: { models: [], embedding_model: 'openai/text-embedding-3-small', dimensions: 256, threshold: 0.95 },
+  },
   outbound: { allow_private: [], allow_ports: [] },
   catalog: { path: 'builtin' },
   providers: {

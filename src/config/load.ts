@@ -20,7 +20,7 @@ import {
   type Raw,
 } from './fields.js';
 import { interpolateEnv } from './interpolate.js';
-import { PROVIDER_TYPES, type GatewayConfig, type ProviderType, type ModelConfig, type OutboundConfig, type ProviderConfig } from './types.js';
+import { PROVIDER_TYPES, type CacheConfig, type GatewayConfig, type ProviderType, type ModelConfig, type OutboundConfig, type ProviderConfig } from './types.js';
 
 /** YAML ► ${ENV} interpolation ► defaults ► validation with path-precise messages ► frozen object. */
 
@@ -93,7 +93,7 @@ interface BuildOptions {
 /** Validates a parsed (not yet interpolated) user config merged over the defaults. */
 export function buildConfig(userRaw: unknown, options: BuildOptions): GatewayConfig {
   const topProblems = new Problems();
-  const top = readSection(userRaw, '', ['server', 'database', 'redis', 'auth', 'logging', 'outbound', 'catalog', 'providers', 'models'], topProblems);
+  const top = readSection(userRaw, '', ['server', 'database', 'redis', 'cache', 'auth', 'logging', 'outbound', 'catalog', 'providers', 'models'], topProblems);
   if (topProblems.lines.length > 0 && !isRecord(userRaw)) throw new ConfigError(options.source, ['(root): must be a mapping']);
 
   const merged = mergeWithDefaults(top);
@@ -145,6 +145,7 @@ export function buildConfig(userRaw: unknown, options: BuildOptions): GatewayCon
     },
     logging: { level: readEnum(logging, 'level', 'logging', problems, ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info') },
     outbound: readOutbound(outbound, problems),
+    cache: readCache(raw.cache, problems),
     providers,
     models,
     source: options.source,
@@ -155,6 +156,54 @@ export function buildConfig(userRaw: unknown, options: BuildOptions): GatewayCon
   }
   if (problems.lines.length > 0) throw new ConfigError(options.source, problems.lines);
   return deepFreeze(config);
+}
+
+function readCache(raw: unknown, problems: Problems): CacheConfig {
+  const cache = readSection(raw, 'cache', ['enabled', 'scope', 'ttl', 'max_entries', 'max_size', 'max_temperature', 'tool_results', 'hit_price', 'exact', 'semantic'], problems);
+  const exact = readSection(cache.exact, 'cache.exact', ['models'], problems);
+  const semantic = readSection(cache.semantic, 'cache.semantic', ['models', 'embedding_model', 'dimensions', 'threshold'], problems);
+  const dimensions = semantic.dimensions === null || semantic.dimensions === undefined || semantic.dimensions === '' ? undefined : readInt(semantic, 'dimensions', 'cache.semantic', problems, 8, 8192, 256);
+  return {
+    enabled: readBool(cache, 'enabled', 'cache', problems, false),
+    scope: readEnum(cache, 'scope', 'cache', problems, ['account', 'key'], 'account'),
+    ttlMs: readDuration(cache, 'ttl', 'cache', problems, 3_600_000, 1000),
+    maxEntries: readInt(cache, 'max_entries', 'cache', problems, 1, 10_000_000, 100_000),
+    maxBytes: readSize(cache, 'max_size', 'cache', problems, 256 * 1024 * 1024, 64 * 1024, 64 * 1024 * 1024 * 1024),
+    maxTemperature: readNumber(cache, 'max_temperature', 'cache', problems, 0, 2, 1),
+    toolResults: readBool(cache, 'tool_results', 'cache', problems, false),
+    hitPrice: readNumber(cache, 'hit_price', 'cache', problems, 0, 1, 0),
+    exact: { models: readPatterns(exact, 'cache.exact', problems, ['*']) },
+    semantic: {
+      models: readPatterns(semantic, 'cache.semantic', problems, []),
+      embeddingModel: readString(semantic, 'embedding_model', 'cache.semantic', problems) ?? 'openai/text-embedding-3-small',
+      dimensions,
+      threshold: readNumber(semantic, 'threshold', 'cache.semantic', problems, 0.5, 1, 0.95),
+    },
+  };
+}
+
+/** A number (YAML number, or the string interpolation gave) within [min, max]. */
+function readNumber(obj: Raw, key: string, path: string, problems: Problems, min: number, max: number, fallback: number): number {
+  let value = obj[key];
+  if (value === undefined || value === null || value === '') return fallback;
+  if (typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value.trim()))) value = Number(value.trim());
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) {
+    problems.add(`${path}.${key}`, `must be a number from ${min} to ${max}`);
+    return fallback;
+  }
+  return value;
+}
+
+/** `models:` of a cache tier: catalog ids or globs (`openai/*`, `*mini*`, `*`), a list or one comma-separated string. */
+function readPatterns(obj: Raw, path: string, problems: Problems, fallback: readonly string[]): string[] {
+  const value = obj.models;
+  if (value === undefined || value === null) return [...fallback];
+  const items = typeof value === 'string' ? value.split(',').map((item) => item.trim()).filter((item) => item !== '') : value;
+  if (!Array.isArray(items) || items.some((item) => typeof item !== 'string' || !/^[\w.*/:@-]+$/.test(item))) {
+    problems.add(`${path}.models`, 'must be a list of model ids or patterns with * (e.g. "openai/*")');
+    return [...fallback];
+  }
+  return items as string[];
 }
 
 function readBillingBatch(database: Raw, problems: Problems): number {
@@ -208,10 +257,17 @@ function readOutbound(outbound: Raw, problems: Problems): OutboundConfig {
 function mergeWithDefaults(user: Raw): Raw {
   const defaults = DEFAULT_RAW_CONFIG as unknown as Raw;
   const out: Raw = {};
-  for (const key of ['server', 'database', 'auth', 'logging', 'outbound', 'catalog']) {
+  for (const key of ['server', 'database', 'cache', 'auth', 'logging', 'outbound', 'catalog']) {
     const base = defaults[key] as Raw;
     const mine = user[key];
     out[key] = isRecord(mine) ? { ...base, ...mine } : mine === undefined || mine === null ? base : mine;
+  }
+  const cache = out.cache;
+  if (isRecord(cache) && isRecord(user.cache)) {
+    for (const tier of ['exact', 'semantic']) {
+      const mine = user.cache[tier];
+      if (isRecord(mine)) cache[tier] = { ...((defaults.cache as Raw)[tier] as Raw), ...mine };
+    }
   }
   const auth = out.auth;
   if (isRecord(auth) && isRecord(user.auth) && isRecord(user.auth.login)) {

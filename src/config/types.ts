@@ -138,6 +138,33 @@ export interface OutboundConfig {
   allowPorts: readonly number[];
 }
 
+/** `cache:` in the YAML: the exact and semantic response caches. */
+export interface CacheConfig {
+  enabled: boolean;
+  /** Whose calls share entries: one account's keys (`account`), or each key on its own (`key`). Never across accounts. */
+  scope: 'account' | 'key';
+  ttlMs: number;
+  /** Limits of the SQLite store (and of the Redis exact tier), least recently used evicted first. */
+  maxEntries: number;
+  maxBytes: number;
+  /** Calls that set a higher temperature are not cached (they ask for variety). */
+  maxTemperature: number;
+  /** Cache calls whose last message is a tool result (an agent loop mid-task): off by default. */
+  toolResults: boolean;
+  /** What a hit costs, as a fraction of the answer's list price (0: free). */
+  hitPrice: number;
+  exact: { models: readonly string[] };
+  semantic: {
+    models: readonly string[];
+    /** A catalog embedding model (id or short name); its calls are billed to the caller. */
+    embeddingModel: string;
+    /** Vector length asked of models that can shorten theirs; undefined: the model's own. */
+    dimensions: number | undefined;
+    /** Cosine similarity at or above which an earlier prompt's answer is served. */
+    threshold: number;
+  };
+}
+
 export interface GatewayConfig {
   server: {
     host: string;
@@ -159,6 +186,8 @@ export interface GatewayConfig {
     billingBatchMs: number;
   };
   redis?: { url: string; keyPrefix: string };
+  /** Response caching (src/core/cache/): off unless `cache.enabled`. */
+  cache: CacheConfig;
   auth: {
     /** Absent: generated once and kept next to the database. */
     jwtSecret?: string;

@@ -20,6 +20,8 @@ export interface KeyRecord {
   revokedAt: number | null;
   lastUsedAt: number | null;
   createdAt: number;
+  /** Whether the response cache serves and stores this key's calls (API keys; management keys: true). */
+  cache: boolean;
 }
 
 interface KeyRow {
@@ -35,6 +37,7 @@ interface KeyRow {
   revoked_at: number | null;
   last_used_at: number | null;
   created_at: number;
+  cache: number;
 }
 
 export interface NewKey {
@@ -47,6 +50,7 @@ export interface NewKey {
   budgetMicros?: number | null;
   expiresAt: number | null;
   now: number;
+  cache?: boolean;
 }
 
 export interface KeyChanges {
@@ -54,12 +58,13 @@ export interface KeyChanges {
   rateLimit?: number;
   budgetMicros?: number | null;
   expiresAt?: number | null;
+  cache?: boolean;
 }
 
 const TABLE: Record<KeyKind, string> = { api: 'api_keys', management: 'management_keys' };
 const COLUMNS: Record<KeyKind, string> = {
   api: '*',
-  management: 'id, account_id, name, key_hash, masked_key, NULL AS rate_limit, NULL AS budget_micros, 0 AS spent_micros, expires_at, revoked_at, last_used_at, created_at',
+  management: 'id, account_id, name, key_hash, masked_key, NULL AS rate_limit, NULL AS budget_micros, 0 AS spent_micros, expires_at, revoked_at, last_used_at, created_at, 1 AS cache',
 };
 
 export class KeysRepo {
@@ -81,8 +86,8 @@ export class KeysRepo {
     this.insertStmt =
       kind === 'api'
         ? db.prepare(
-            `INSERT INTO api_keys (id, account_id, name, key_hash, masked_key, rate_limit, budget_micros, expires_at, created_at)
-             VALUES (@id, @account_id, @name, @key_hash, @masked_key, @rate_limit, @budget_micros, @expires_at, @now)`,
+            `INSERT INTO api_keys (id, account_id, name, key_hash, masked_key, rate_limit, budget_micros, expires_at, created_at, cache)
+             VALUES (@id, @account_id, @name, @key_hash, @masked_key, @rate_limit, @budget_micros, @expires_at, @now, @cache)`,
           )
         : db.prepare(
             `INSERT INTO management_keys (id, account_id, name, key_hash, masked_key, expires_at, created_at)
@@ -108,6 +113,7 @@ export class KeysRepo {
     if (this.kind === 'api') {
       params.rate_limit = key.rateLimit ?? 10_000;
       params.budget_micros = key.budgetMicros ?? null;
+      params.cache = key.cache === false ? 0 : 1;
     }
     this.insertStmt.run(params);
     return this.byId(key.id) as KeyRecord;
@@ -151,6 +157,10 @@ export class KeysRepo {
         sets.push('budget_micros = @budget_micros');
         params.budget_micros = changes.budgetMicros;
       }
+      if (changes.cache !== undefined) {
+        sets.push('cache = @cache');
+        params.cache = changes.cache ? 1 : 0;
+      }
     }
     if (sets.length > 0) this.db.prepare(`UPDATE ${this.table} SET ${sets.join(', ')} WHERE id = @id`).run(params);
     return this.byId(id);
@@ -184,6 +194,7 @@ export class KeysRepo {
       revokedAt: row.revoked_at,
       lastUsedAt: row.last_used_at,
       createdAt: row.created_at,
+      cache: row.cache !== 0,
     };
   }
 }

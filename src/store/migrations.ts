@@ -150,4 +150,14 @@ CREATE TABLE session_revocations (
 CREATE INDEX session_revocations_by_expiry ON session_revocations(expires_at);
 `,
   },
+  {
+    version: 6,
+    name: 'response cache: a key may opt out; usage records the cache outcome and what a hit saved',
+    sql: `
+ALTER TABLE api_keys ADD COLUMN cache INTEGER NOT NULL DEFAULT 1 CHECK (cache IN (0, 1));
+ALTER TABLE usage ADD COLUMN cache TEXT CHECK (cache IN ('exact', 'semantic', 'miss', 'bypass'));
+ALTER TABLE usage ADD COLUMN cache_similarity REAL;
+ALTER TABLE usage ADD COLUMN cache_saved_micros INTEGER NOT NULL DEFAULT 0;
+`,
+  },
 ];

@@ -25,10 +25,24 @@ export interface UsageRecord {
   errorType: string | null;
   latencyMs: number;
   createdAt: number;
+  /** The response cache's part in a chat call: a hit (exact, semantic), a miss, bypassed; null: not cached (off, media). */
+  cache: CacheOutcome | null;
+  /** A semantic hit's cosine similarity. */
+  cacheSimilarity: number | null;
+  /** What a hit saved at list price (the answer's price less what the hit was charged). */
+  cacheSavedMicros: number;
 }
 
+export type CacheOutcome = 'exact' | 'semantic' | 'miss' | 'bypass';
+
 /** A row to insert; without `unit`/`units` it is a token call (journal lines from before those columns). */
-export type NewUsage = Omit<UsageRecord, 'id' | 'unit' | 'units'> & { unit?: string; units?: number };
+export type NewUsage = Omit<UsageRecord, 'id' | 'unit' | 'units' | 'cache' | 'cacheSimilarity' | 'cacheSavedMicros'> & {
+  unit?: string;
+  units?: number;
+  cache?: CacheOutcome | null;
+  cacheSimilarity?: number | null;
+  cacheSavedMicros?: number;
+};
 
 interface UsageRow {
   id: number;
@@ -51,6 +65,9 @@ interface UsageRow {
   error_type: string | null;
   latency_ms: number;
   created_at: number;
+  cache: CacheOutcome | null;
+  cache_similarity: number | null;
+  cache_saved_micros: number;
 }
 
 const toRecord = (row: UsageRow): UsageRecord => ({
@@ -74,6 +91,9 @@ const toRecord = (row: UsageRow): UsageRecord => ({
   errorType: row.error_type,
   latencyMs: row.latency_ms,
   createdAt: row.created_at,
+  cache: row.cache,
+  cacheSimilarity: row.cache_similarity,
+  cacheSavedMicros: row.cache_saved_micros,
 });
 
 export interface UsageFilter {
@@ -121,8 +141,9 @@ export class UsageRepo {
     this.existsStmt = db.prepare('SELECT 1 FROM usage WHERE request_id = ?').pluck();
     this.insertStmt = db.prepare(
       `INSERT INTO usage (request_id, account_id, api_key_id, model, provider, endpoint, stream, input_tokens, output_tokens,
-         cache_read_tokens, cache_write_tokens, unit, units, cost_micros, uncharged_micros, status, error_type, latency_ms, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         cache_read_tokens, cache_write_tokens, unit, units, cost_micros, uncharged_micros, status, error_type, latency_ms, created_at,
+         cache, cache_similarity, cache_saved_micros)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
   }
 
@@ -155,8 +176,19 @@ export class UsageRepo {
       usage.errorType,
       usage.latencyMs,
       usage.createdAt,
+      usage.cache ?? null,
+      usage.cacheSimilarity ?? null,
+      usage.cacheSavedMicros ?? 0,
     );
-    return { ...usage, unit: usage.unit ?? 'tokens', units: usage.units ?? usage.inputTokens + usage.outputTokens, id: Number(result.lastInsertRowid) };
+    return {
+      ...usage,
+      unit: usage.unit ?? 'tokens',
+      units: usage.units ?? usage.inputTokens + usage.outputTokens,
+      cache: usage.cache ?? null,
+      cacheSimilarity: usage.cacheSimilarity ?? null,
+      cacheSavedMicros: usage.cacheSavedMicros ?? 0,
+      id: Number(result.lastInsertRowid),
+    };
   }
 
   /** Newest first. */

@@ -75,7 +75,7 @@ export function decodeChatCompletion(raw: unknown): DecodedChatCompletion {
   if (format !== undefined) draft.responseFormat = format;
 
   const cache = optionalBoolean(body, 'cache');
-  optionalBoolean(body, 'no_cache');
+  if (optionalBoolean(body, 'no_cache') === true) draft.noCache = true;
   if (cache === true) markCacheBreakpoints(draft.messages);
 
   let passthrough: JsonObject | undefined;

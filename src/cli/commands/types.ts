@@ -52,6 +52,8 @@ export interface UsageView {
   input_tokens: number;
   output_tokens: number;
   cache_read_tokens: number;
+  /** Prompt tokens written to a provider's prompt cache (Anthropic); part of input_tokens, like cache_read_tokens. */
+  cache_write_tokens: number;
   /** tokens, characters, seconds or images (absent from daemons before media calls). */
   unit?: string;
   units?: number;

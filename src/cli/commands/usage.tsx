@@ -3,7 +3,7 @@ import { render } from 'ink';
 import { parseInr } from '../../core/money.js';
 import { SseParser } from '../../providers/shared/sse-parser.js';
 import { Table } from '../ui/components.js';
-import { addToTotals, USAGE_COLUMNS, UsageTail, type UsageTotals } from '../ui/usage.js';
+import { addToTotals, NO_USAGE, usageColumns, UsageTail, type UsageTotals } from '../ui/usage.js';
 import { emit } from '../render.js';
 import type { Io } from '../io.js';
 import { dateArg, intArg, managementClient, withClientOptions, type ClientFlags } from '../options.js';
@@ -40,7 +40,7 @@ export function registerUsageCommands(program: Command, io: Io): void {
     .option('--limit <n>', 'rows to show', intArg(1, 1000), 50)
     .action(async (flags: UsageFlags) => {
       const list = await managementClient(flags, io).get<ListOf<UsageView>>('/api/management/usage', { ...filters(flags), since: flags.since, until: flags.until, limit: flags.limit });
-      emit(io, flags.json, list, () => <Table columns={USAGE_COLUMNS} rows={list.data} empty="no calls" />);
+      emit(io, flags.json, list, () => <Table columns={usageColumns(list.data)} rows={list.data} empty="no calls" />);
     });
 
   withFilters(withClientOptions(usage.command('tail').description('follow calls live as they settle')))
@@ -53,7 +53,7 @@ export function registerUsageCommands(program: Command, io: Io): void {
       process.once('SIGTERM', stop);
       const live = !flags.json && io.interactive;
       const rows: UsageView[] = [];
-      let totals: UsageTotals = { calls: 0, failed: 0, inputTokens: 0, outputTokens: 0, costMicros: 0 };
+      let totals: UsageTotals = NO_USAGE;
       const url = client.baseUrl;
       const view = live ? render(<UsageTail rows={rows} totals={totals} url={url} />, { exitOnCtrlC: false }) : undefined;
       try {
@@ -70,7 +70,7 @@ export function registerUsageCommands(program: Command, io: Io): void {
               rows.push(row);
               if (rows.length > 20) rows.shift();
               view.rerender(<UsageTail rows={[...rows]} totals={totals} url={url} />);
-            } else emit(io, false, row, () => <Table columns={USAGE_COLUMNS} rows={[row]} />);
+            } else emit(io, false, row, () => <Table columns={usageColumns([row])} rows={[row]} />);
             if (flags.count !== undefined && totals.calls >= flags.count) controller.abort();
           }
         }

@@ -18,6 +18,28 @@ export const USAGE_COLUMNS: Column<UsageView>[] = [
   { title: 'STATUS', value: (u) => (u.error_type ? `${u.status} ${u.error_type}` : String(u.status)) },
 ];
 
+/** Prompt-cache tokens of a call: read and written (both part of IN); 0 from daemons without the field. */
+function cacheTokens(u: UsageView): { read: number; write: number } {
+  return { read: u.cache_read_tokens ?? 0, write: u.cache_write_tokens ?? 0 };
+}
+
+/** "read/written" prompt-cache tokens, for the calls that used a prompt cache. */
+export const CACHE_COLUMN: Column<UsageView> = {
+  title: 'CACHE R/W',
+  value: (u) => {
+    const { read, write } = cacheTokens(u);
+    return read > 0 || write > 0 ? `${read}/${write}` : '';
+  },
+  align: 'right',
+};
+
+/** The usage table's columns: CACHE R/W (after IN) only when some row read or wrote a prompt cache. */
+export function usageColumns(rows: readonly UsageView[]): Column<UsageView>[] {
+  if (!rows.some((u) => cacheTokens(u).read > 0 || cacheTokens(u).write > 0)) return USAGE_COLUMNS;
+  const at = USAGE_COLUMNS.findIndex((column) => column.title === 'IN') + 1;
+  return [...USAGE_COLUMNS.slice(0, at), CACHE_COLUMN, ...USAGE_COLUMNS.slice(at)];
+}
+
 const UNIT_SHORT: Record<string, string> = { characters: 'chars', seconds: 's', images: 'img' };
 
 /** A media call's billed quantity with its unit ("412 chars", "31 s", "2 img"). */
@@ -30,16 +52,24 @@ export interface UsageTotals {
   failed: number;
   inputTokens: number;
   outputTokens: number;
+  /** Of inputTokens: read from and written to prompt caches. */
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
   /** µINR, summed exactly. */
   costMicros: number;
 }
 
+export const NO_USAGE: UsageTotals = { calls: 0, failed: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costMicros: 0 };
+
 export function addToTotals(totals: UsageTotals, row: UsageView, costMicros: number): UsageTotals {
+  const cache = cacheTokens(row);
   return {
     calls: totals.calls + 1,
     failed: totals.failed + (row.status >= 400 ? 1 : 0),
     inputTokens: totals.inputTokens + row.input_tokens,
     outputTokens: totals.outputTokens + row.output_tokens,
+    cacheReadTokens: totals.cacheReadTokens + cache.read,
+    cacheWriteTokens: totals.cacheWriteTokens + cache.write,
     costMicros: totals.costMicros + costMicros,
   };
 }
@@ -48,9 +78,15 @@ export function UsageTail({ rows, totals, url }: { rows: UsageView[]; totals: Us
   return (
     <Box flexDirection="column">
       <Text dimColor>Live usage from {url} — Ctrl+C to stop</Text>
-      <Table columns={USAGE_COLUMNS} rows={rows} empty="waiting for calls…" />
+      <Table columns={usageColumns(rows)} rows={rows} empty="waiting for calls…" />
       <Text>
-        <Text bold>{totals.calls}</Text> calls ({totals.failed} failed) · <Text bold>{totals.inputTokens}</Text> in · <Text bold>{totals.outputTokens}</Text> out ·{' '}
+        <Text bold>{totals.calls}</Text> calls ({totals.failed} failed) · <Text bold>{totals.inputTokens}</Text> in
+        {totals.cacheReadTokens > 0 || totals.cacheWriteTokens > 0 ? (
+          <>
+            {' '}(<Text bold>{totals.cacheReadTokens}</Text> cache read, <Text bold>{totals.cacheWriteTokens}</Text> cache write)
+          </>
+        ) : null}{' '}
+        · <Text bold>{totals.outputTokens}</Text> out ·{' '}
         <Text bold color="green">
           {formatInrDisplay(totals.costMicros)}
         </Text>

@@ -38,6 +38,8 @@ export interface FixedAdmissionInput {
   amountMicros: number;
   /** What the amount pays for, for a 402 ("4,096 characters of speech"). */
   what: string;
+  /** Part of another call already counted (the semantic cache's embedding lookup): takes no rate-limit slot. */
+  unmetered?: boolean;
 }
 
 /** The key's rate limit and, when it admits the call, the call's hold (totals included). */
@@ -59,6 +61,9 @@ const DEFAULT_MAX_TOKENS = 4096;
  * the call's worst-case cost against the wallet and the key budget. The hold is taken first
  * and the balance read after it, so a concurrent settlement is always seen (holds.ts).
  */
+/** The rate decision of a call that takes no slot of its own. */
+const UNMETERED: RateDecision = { allowed: true, limit: 0, remaining: 0, retryAfterMs: 0, resetMs: 0 };
+
 export class Admitter {
   /**
    * @param rateAndHold the rate limit and the first hold in one step (one Redis script when
@@ -88,7 +93,7 @@ export class Admitter {
 
   private async admitAmountOnce(input: FixedAdmissionInput): Promise<Admission> {
     const hold: HoldRef = { id: input.requestId, accountId: input.accountId, keyId: input.apiKeyId, amountMicros: input.amountMicros };
-    const first = await this.rateAndHold(input.apiKeyId, input.rateLimit, input.requestId, hold);
+    const first = input.unmetered ? { rate: UNMETERED, totals: await this.holds.acquire(hold) } : await this.rateAndHold(input.apiKeyId, input.rateLimit, input.requestId, hold);
     const rate = first.rate;
     if (!first.totals) throw rateLimited(rate);
     let totals: HoldTotals = first.totals;

@@ -7,7 +7,7 @@ import { SseParser } from '../../providers/shared/sse-parser.js';
 import { classifyUpstreamError, type UpstreamClient, type UpstreamResponse } from '../../providers/shared/upstream.js';
 import type { ProviderFamily, TranslationContext, UpstreamRequest } from '../../providers/types.js';
 import type { CallSignal } from '../abort.js';
-import type { ChatRequest, ChatResult, GatewayStreamEvent, StreamPart, Usage } from '../canonical.js';
+import type { ChatRequest, ChatResult, GatewayStreamEvent, StreamPart, ToolCall, Usage } from '../canonical.js';
 import type { Catalog } from '../catalog.js';
 import { CallAborted, GatewayError, isGatewayError } from '../errors.js';
 import { formatMicros } from '../money.js';
@@ -16,7 +16,9 @@ import { countPromptTokens, countTextTokens, promptTokenBound, promptTokenEstima
 import { rateHeaders, type Admission, type Admitter } from './admission.js';
 import { inlineRemoteImages } from './images.js';
 import { InFlight } from './in-flight.js';
-import type { Settlement } from './settlement.js';
+import type { CacheRecord, Metered, Settlement } from './settlement.js';
+import type { CacheHit, CachePlan, ResponseCache } from '../cache/response-cache.js';
+import { costMicros } from '../pricing.js';
 import { acceptOrThrow } from './upstream-call.js';
 
 /** A decoded chat call before the gateway resolved its model and output limit. */
@@ -27,6 +29,8 @@ export interface ChatDraft extends Omit<ChatRequest, 'model' | 'upstreamModel' |
   maxTokensField?: string;
   /** Request fields the ingress accepted but no provider can act on. */
   ignoredParams?: string[];
+  /** `no_cache: true`, or the `x-gateway-cache: no-cache` header: neither read nor write the response cache. */
+  noCache?: boolean;
 }
 
 /** Who calls and how; the gateway never sees the HTTP request itself. */
@@ -39,6 +43,10 @@ export interface CallContext {
   /** Aborted when the client goes away. */
   signal: CallSignal;
   startedAt: number;
+  /** false: the key opted out of the response cache. */
+  cache?: boolean;
+  /** Part of another call (the semantic cache's embedding lookup): takes no rate-limit slot. */
+  unmetered?: boolean;
 }
 
 export interface ChatOutcome {
@@ -68,10 +76,19 @@ interface Prepared {
   admission: Admission;
   call: UpstreamRequest;
   headers: Record<string, string>;
+  /** The response cache's plan for the call (a miss or a bypass by now). */
+  cachePlan: CachePlan | undefined;
 }
 
 /** What settling a call needs to know of it. */
-type Settleable = Pick<Prepared, 'model' | 'request' | 'admission'>;
+interface Settleable {
+  model: ModelConfig;
+  request: { stream: boolean };
+  admission: Admission;
+  cachePlan?: CachePlan | undefined;
+  /** A cache hit: its tier, similarity and saving, and its charge. */
+  hit?: { record: CacheRecord; metered: Metered };
+}
 
 const translation: TranslationContext = { newToolCallId: () => `call_${randomBytes(12).toString('base64url')}` };
 
@@ -91,6 +108,7 @@ export class ChatService {
     private readonly settlement: Settlement,
     private readonly upstream: UpstreamClient,
     private readonly logger: Logger,
+    private readonly cache?: ResponseCache,
   ) {}
 
   /**
@@ -103,8 +121,12 @@ export class ChatService {
   }
 
   async complete(draft: ChatDraft, ctx: CallContext): Promise<ChatOutcome> {
-    const prepared = await this.prepare(draft.stream ? { ...draft, stream: false } : draft, ctx);
-    const { model, family, request, headers } = prepared;
+    const model = this.catalog.resolve(draft.model, 'chat');
+    const plan = this.cache?.plan(draft, model, ctx, draft.noCache === true);
+    const hit = plan && this.cache ? await this.cache.lookup(plan, ctx) : undefined;
+    if (hit) return this.completeFromCache(model, hit, ctx);
+    const prepared = await this.prepare(draft.stream ? { ...draft, stream: false } : draft, ctx, model, plan);
+    const { family, request, headers } = prepared;
     let result: ChatResult;
     let usage: Usage;
     try {
@@ -130,11 +152,16 @@ export class ChatService {
     // Outside the try: a failed settlement must not be settled a second time as a failure.
     const record = await this.settle(prepared, ctx, usage, 200);
     headers['x-gateway-cost-inr'] = formatMicros(record.costMicros);
+    if (plan) this.cache?.save(plan, result, usage, model, ctx.requestId);
     return { result, usage, model, costMicros: record.costMicros, headers };
   }
 
   async stream(draft: ChatDraft, ctx: CallContext): Promise<ChatStreamOutcome> {
-    const prepared = await this.prepare(draft.stream ? draft : { ...draft, stream: true }, ctx);
+    const model = this.catalog.resolve(draft.model, 'chat');
+    const plan = this.cache?.plan(draft, model, ctx, draft.noCache === true);
+    const hit = plan && this.cache ? await this.cache.lookup(plan, ctx) : undefined;
+    if (hit) return this.streamFromCache(model, hit, ctx);
+    const prepared = await this.prepare(draft.stream ? draft : { ...draft, stream: true }, ctx, model, plan);
     let response: UpstreamResponse;
     try {
       response = await this.send(prepared, ctx);
@@ -154,6 +181,9 @@ export class ChatService {
     let text = '';
     let toolText = '';
     let settled = false;
+    // The answer as it streams, for the response cache (only when the call may be stored).
+    const keep = prepared.cachePlan?.outcome === 'lookup';
+    const toolCalls: ToolCall[] = [];
     const meter = (part: StreamPart): StreamPart | undefined => {
       switch (part.type) {
         case 'usage':
@@ -167,10 +197,14 @@ export class ChatService {
           return part;
         case 'tool-call-start':
           toolText += part.name;
+          if (keep) toolCalls[part.index] = { id: part.id, name: part.name, arguments: '' };
           return part;
-        case 'tool-call-delta':
+        case 'tool-call-delta': {
           toolText += part.argumentsDelta;
+          const call = keep ? toolCalls[part.index] : undefined;
+          if (call) call.arguments += part.argumentsDelta;
           return part;
+        }
       }
     };
     const billable = async (): Promise<Usage | undefined> => usage ?? (text || toolText ? estimateUsage(prepared.request, text, toolText) : undefined);
@@ -214,6 +248,11 @@ export class ChatService {
       settled = true;
       await this.settle(prepared, ctx, final, 200);
       const end: GatewayStreamEvent = finish ?? { type: 'finish', finishReason: 'stop' };
+      if (keep && final && prepared.cachePlan) {
+        const done = finish?.type === 'finish' ? finish : undefined;
+        const answer = { text, toolCalls: toolCalls.filter((call) => call !== undefined), finishReason: done?.finishReason ?? 'stop', ...(done?.stopSequence !== undefined ? { stopSequence: done.stopSequence } : {}) };
+        this.cache?.save(prepared.cachePlan, answer, final, prepared.model, ctx.requestId);
+      }
       yield final ? [{ type: 'usage', usage: final }, end] : [end];
     } finally {
       if (!settled) {
@@ -225,8 +264,7 @@ export class ChatService {
     }
   }
 
-  private async prepare(draft: ChatDraft, ctx: CallContext): Promise<Prepared> {
-    const model = this.catalog.resolve(draft.model, 'chat');
+  private async prepare(draft: ChatDraft, ctx: CallContext, model: ModelConfig, cachePlan: CachePlan | undefined): Promise<Prepared> {
     const provider = this.config.providers[model.provider] as ProviderConfig;
     if (!provider.apiKey && provider.apiKeyEnv) {
       throw new GatewayError({
@@ -265,6 +303,7 @@ export class ChatService {
     this.inFlight.enter();
     const headers = rateHeaders(admission.rate);
     headers['x-gateway-model'] = model.id;
+    if (cachePlan) headers['x-gateway-cache'] = cachePlan.outcome === 'bypass' ? 'bypass' : 'miss';
     // The draft becomes the request in place (hot path: no copy); the service owns the draft
     // it was given. Its ingress-only fields (ignoredParams, maxTokensField) ride along unread;
     // providers read the canonical fields only.
@@ -277,7 +316,7 @@ export class ChatService {
       // After admission, so a refused call makes the gateway fetch nothing.
       if (!family.fetchesImageUrls) request = { ...request, messages: await inlineRemoteImages(request.messages, ctx.signal.toAbortSignal(), { outbound: this.config.outbound, logger: this.logger, requestId: ctx.requestId }) };
     } catch (error) {
-      await this.settleFailure({ model, request, admission }, ctx, error);
+      await this.settleFailure({ model, request, admission, cachePlan }, ctx, error);
       throw error;
     }
     const call = family.buildChatRequest(request, provider);
@@ -287,7 +326,80 @@ export class ChatService {
       const ignored = new Set([...(draft.ignoredParams ?? []), ...call.ignoredParams, ...(foreign ?? [])]);
       headers['x-gateway-ignored-params'] = [...ignored].join(', ');
     }
-    return { model, provider, family, admission, headers, request, call };
+    return { model, provider, family, admission, headers, request, call, cachePlan };
+  }
+
+  /** A cache hit as one answer: admitted and billed at the hit's price (`cache.hit_price`). */
+  private async completeFromCache(model: ModelConfig, hit: CacheHit, ctx: CallContext): Promise<ChatOutcome> {
+    const served = await this.admitHit(model, hit, ctx, false);
+    const { answer } = hit;
+    const result: ChatResult = {
+      text: answer.text,
+      toolCalls: answer.toolCalls.map((call) => ({ id: translation.newToolCallId(), name: call.name, arguments: call.arguments })),
+      finishReason: answer.finishReason,
+      usage: answer.usage,
+    };
+    if (answer.stopSequence !== undefined) result.stopSequence = answer.stopSequence;
+    const record = await this.settle(served, ctx, answer.usage, 200);
+    served.headers['x-gateway-cost-inr'] = formatMicros(record.costMicros);
+    return { result, usage: answer.usage, model, costMicros: record.costMicros, headers: served.headers };
+  }
+
+  /**
+   * A cache hit replayed as a stream, in pieces of a few words as a provider sends them, then
+   * usage and finish (billed before the last bytes, as any call). A client that leaves
+   * before the end is not charged.
+   */
+  private async streamFromCache(model: ModelConfig, hit: CacheHit, ctx: CallContext): Promise<ChatStreamOutcome> {
+    const served = await this.admitHit(model, hit, ctx, true);
+    const self = this;
+    const { answer } = hit;
+    async function* replay(): AsyncGenerator<GatewayStreamEvent[], void, undefined> {
+      let settled = false;
+      try {
+        for (const piece of pieces(answer.text)) yield [{ type: 'text-delta', text: piece }];
+        for (const [index, call] of answer.toolCalls.entries()) {
+          yield [{ type: 'tool-call-start', index, id: translation.newToolCallId(), name: call.name }];
+          for (const piece of pieces(call.arguments)) yield [{ type: 'tool-call-delta', index, argumentsDelta: piece }];
+        }
+        settled = true;
+        await self.settle(served, ctx, answer.usage, 200);
+        const finish: StreamPart = answer.stopSequence !== undefined ? { type: 'finish', finishReason: answer.finishReason, stopSequence: answer.stopSequence } : { type: 'finish', finishReason: answer.finishReason };
+        yield [{ type: 'usage', usage: answer.usage }, finish];
+      } finally {
+        if (!settled) {
+          served.hit.metered.costMicros = 0;
+          await self.settle(served, ctx, answer.usage, 499, 'client_disconnected').catch((error: unknown) =>
+            self.logger.error({ err: error, req_id: ctx.requestId }, 'could not settle an aborted cache replay'),
+          );
+        }
+      }
+    }
+    return { model, headers: served.headers, events: replay() };
+  }
+
+  /** Rate limit, key budget and wallet for a hit, with a hold of exactly its charge. */
+  private async admitHit(model: ModelConfig, hit: CacheHit, ctx: CallContext, stream: boolean): Promise<Settleable & { hit: NonNullable<Settleable['hit']>; headers: Record<string, string> }> {
+    const listMicros = costMicros(model.pricing, hit.answer.usage);
+    const charge = Math.round(listMicros * (this.cache?.config.hitPrice ?? 0));
+    const admission = await this.admitter.admitAmount({
+      requestId: ctx.requestId,
+      accountId: ctx.accountId,
+      apiKeyId: ctx.apiKeyId,
+      rateLimit: ctx.rateLimit,
+      model,
+      amountMicros: charge,
+      what: 'a cached answer',
+    });
+    this.inFlight.enter();
+    const headers = rateHeaders(admission.rate);
+    headers['x-gateway-model'] = model.id;
+    headers['x-gateway-cache'] = hit.tier;
+    if (hit.similarity !== undefined) headers['x-gateway-cache-similarity'] = hit.similarity.toFixed(4);
+    const record: CacheRecord = { outcome: hit.tier, savedMicros: listMicros - charge };
+    if (hit.similarity !== undefined) record.similarity = hit.similarity;
+    const usage = hit.answer.usage;
+    return { model, request: { stream }, admission, headers, hit: { record, metered: { unit: 'tokens', quantity: usage.inputTokens + usage.outputTokens, costMicros: charge } } };
   }
 
   /** Sends the upstream request; a non-2xx answer becomes the normalized error. */
@@ -312,10 +424,12 @@ export class ChatService {
       endpoint: ctx.endpoint,
       stream: prepared.request.stream,
       usage,
+      metered: prepared.hit?.metered,
       status,
       errorType,
       startedAt: ctx.startedAt,
       hold: prepared.admission.hold,
+      cache: prepared.hit ? prepared.hit.record : prepared.cachePlan ? { outcome: prepared.cachePlan.outcome === 'bypass' ? 'bypass' : 'miss' } : undefined,
     });
   }
 
@@ -341,4 +455,20 @@ async function estimateUsage(request: ChatRequest, text: string, toolText: strin
     cacheWriteTokens: 0,
     reasoningTokens: 0,
   };
+}
+
+/** A cached text in the pieces a replayed stream sends: about four words each (a provider sends a token or a few). */
+function* pieces(text: string): Generator<string> {
+  let start = 0;
+  while (start < text.length) {
+    let end = Math.min(text.length, start + 20);
+    if (end < text.length) {
+      const space = text.indexOf(' ', end);
+      end = space === -1 || space - start > 40 ? end : space;
+    }
+    // Never split a surrogate pair.
+    if (end < text.length && /[\uD800-\uDBFF]/.test(text[end - 1] ?? '')) end += 1;
+    yield text.slice(start, end);
+    start = end;
+  }
 }

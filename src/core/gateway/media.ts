@@ -478,6 +478,7 @@ export class MediaService {
       model,
       amountMicros,
       what,
+      unmetered: ctx.unmetered === true,
     });
     this.inFlight.enter();
     return admission;

@@ -7,7 +7,7 @@ import { costMicros } from '../pricing.js';
 import { BillingJournal, orphanJournals } from '../../store/billing-journal.js';
 import type { ChargeInput } from '../../store/ledger.js';
 import type { Store } from '../../store/store.js';
-import type { NewUsage, UsageRecord } from '../../store/usage.js';
+import type { CacheOutcome, NewUsage, UsageRecord } from '../../store/usage.js';
 
 export interface SettleInput {
   requestId: string;
@@ -28,6 +28,15 @@ export interface SettleInput {
   errorType?: string | undefined;
   startedAt: number;
   hold: HoldRef;
+  /** The response cache's part in the call (chat calls where caching is on). */
+  cache?: CacheRecord | undefined;
+}
+
+export interface CacheRecord {
+  outcome: CacheOutcome;
+  similarity?: number;
+  /** A hit: the answer's list price less the hit's charge. */
+  savedMicros?: number;
 }
 
 export type MeterUnit = 'tokens' | 'characters' | 'seconds' | 'images';
@@ -173,6 +182,11 @@ export class Settlement {
         latencyMs: Math.max(0, now - input.startedAt),
         createdAt: now,
       };
+      if (input.cache) {
+        row.cache = input.cache.outcome;
+        if (input.cache.similarity !== undefined) row.cacheSimilarity = input.cache.similarity;
+        if (input.cache.savedMicros !== undefined) row.cacheSavedMicros = input.cache.savedMicros;
+      }
       await this.enqueue(cost, row, input.hold);
     } catch (error) {
       // Not billed: the hold goes now.

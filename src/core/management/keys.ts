@@ -10,6 +10,8 @@ export interface NewKeyInput {
   /** µINR; null or undefined = unlimited. */
   budgetMicros?: number | null;
   expiresAt?: number | null;
+  /** false: the response cache neither serves nor stores this key's calls. */
+  cache?: boolean;
 }
 
 /** Issues, lists, updates and revokes `sk-` and `akm-` keys. */
@@ -37,6 +39,7 @@ export class KeyService {
       budgetMicros: input.budgetMicros ?? null,
       expiresAt: input.expiresAt ?? null,
       now: this.now(),
+      cache: input.cache ?? true,
     });
     return { record, secret };
   }

@@ -1,4 +1,5 @@
 import type { Body, Exchange } from './server.js';
+import { planPromptCache, type CacheOutcome } from './anthropic-cache.js';
 import {
   chunkText,
   isRecord,
@@ -200,32 +201,36 @@ function validate(body: Record<string, unknown>, version: string): string | unde
   return undefined;
 }
 
-/** Wire usage. `input_tokens` excludes cache reads and writes; 'omit' is not realistic here and becomes zeros. */
-function usageWire(usage: ResolvedUsage | null, outputTokens?: number): UsageWire {
+/**
+ * Wire usage. `input_tokens` excludes cache reads and writes; 'omit' is not realistic here and
+ * becomes zeros. `written1h`: the part of the cache writes at the 1-hour TTL (the rest is 5m).
+ */
+function usageWire(usage: ResolvedUsage | null, written1h: number, outputTokens?: number): UsageWire {
   const u = usage ?? { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, reasoning: 0 };
   return {
     input_tokens: Math.max(0, u.input - u.cacheRead - u.cacheWrite),
     cache_creation_input_tokens: u.cacheWrite,
     cache_read_input_tokens: u.cacheRead,
-    cache_creation: { ephemeral_5m_input_tokens: u.cacheWrite, ephemeral_1h_input_tokens: 0 },
+    cache_creation: { ephemeral_5m_input_tokens: u.cacheWrite - written1h, ephemeral_1h_input_tokens: written1h },
     output_tokens: outputTokens ?? u.output,
     service_tier: 'standard',
   };
 }
 
-function message(reply: Reply, model: string, id: string, toolIds: string[]): MessageWire {
+function message(reply: Reply, model: string, id: string, toolIds: string[], written1h: number): MessageWire {
   const content: MessageWire['content'] = [];
   if (reply.text !== '') content.push({ type: 'text', text: reply.text, citations: null });
   reply.toolCalls.forEach((call, i) => content.push({ type: 'tool_use', id: toolIds[i] ?? '', name: call.name, input: call.argumentsObject }));
-  return { id, type: 'message', role: 'assistant', model, content, stop_reason: STOP_REASONS[reply.finish], stop_sequence: null, usage: usageWire(reply.usage) };
+  return { id, type: 'message', role: 'assistant', model, content, stop_reason: STOP_REASONS[reply.finish], stop_sequence: null, usage: usageWire(reply.usage, written1h) };
 }
 
-function streamPlan(reply: Reply, model: string, id: string, toolIds: string[]): StreamPlan {
+/** message_start carries the input usage (cache reads and writes included); message_delta the output. */
+function streamPlan(reply: Reply, model: string, id: string, toolIds: string[], written1h: number): StreamPlan {
   const events: StreamEventWire[] = [];
-  const start = message(reply, model, id, toolIds);
+  const start = message(reply, model, id, toolIds, written1h);
   start.content = [];
   start.stop_reason = null;
-  start.usage = usageWire(reply.usage, Math.min(1, reply.usage?.output ?? 0));
+  start.usage = usageWire(reply.usage, written1h, Math.min(1, reply.usage?.output ?? 0));
   events.push({ type: 'message_start', message: start });
   let index = 0;
   const ping = (): void => {
@@ -281,6 +286,8 @@ export async function handleAnthropic(ex: Exchange): Promise<void> {
   if (invalid) return fail(400, invalid);
   const messages = body.messages as Array<Record<string, unknown>>;
   const model = body.model as string;
+  const cachePlan = planPromptCache(body, model);
+  if (typeof cachePlan === 'string') return fail(400, cachePlan);
 
   const lastUser = [...messages].reverse().find((m) => m.role === 'user');
   let directive;
@@ -294,14 +301,23 @@ export async function handleAnthropic(ex: Exchange): Promise<void> {
   }
   const scenario = ex.scenarioFor(directive);
   const reply = resolveReply(scenario, 'anthropic', model, promptOf(body.system, messages, body.tools));
+  // Prompt caching (anthropic-cache.ts) when the scenario leaves the usage to the simulator; a
+  // scripted usage is reported as it is (its cache writes at the 5-minute TTL).
+  let cached: CacheOutcome = { read: 0, write5m: 0, write1h: 0 };
+  if (cachePlan && scenario.usage === undefined && scenario.error === undefined && reply.usage) {
+    cached = ex.promptCache.apply(cachePlan, reply.usage.input);
+    reply.usage.cacheRead = cached.read;
+    reply.usage.cacheWrite = cached.write5m + cached.write1h;
+  }
   const id = `msg_01${randomId(22)}`;
   const toolIds = reply.toolCalls.map((call) => call.id ?? `toolu_01${randomId(22)}`);
+  if (scenario.error === undefined) ex.noteUsage(usageWire(reply.usage, cached.write1h));
   await ex.respond({
     scenario,
     stream: body.stream === true,
     headers,
-    json: () => ({ contentType: 'application/json', text: JSON.stringify(message(reply, model, id, toolIds)) }),
-    plan: () => streamPlan(reply, model, id, toolIds),
+    json: () => ({ contentType: 'application/json', text: JSON.stringify(message(reply, model, id, toolIds, cached.write1h)) }),
+    plan: () => streamPlan(reply, model, id, toolIds, cached.write1h),
     error: (status, msg) => errorBody(status, msg, requestId),
   });
 }

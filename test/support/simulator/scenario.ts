@@ -86,6 +86,8 @@ export interface RecordedRequest {
   body: unknown;
   model: string;
   stream: boolean;
+  /** The usage object the answer reported, in the family's wire shape (Anthropic: `usage` of the message; set once answered). */
+  usage?: unknown;
 }
 
 /** One event of a streamed answer: `event` becomes an `event:` line (Anthropic only). */

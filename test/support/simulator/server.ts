@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { handleAnthropic } from './anthropic.js';
+import { AnthropicPromptCache } from './anthropic-cache.js';
 import { handleDeepgram } from './deepgram.js';
 import { handleGemini } from './gemini.js';
 import { isMultipart, multipartRecord, parseMultipart, type Multipart } from './multipart.js';
@@ -78,7 +79,10 @@ interface SimState {
   apiKey: string;
   url: string;
   images: ImageStore;
+  promptCache: AnthropicPromptCache;
   takeScenario(): Scenario;
+  /** Keeps the usage the answer reported on the request's record. */
+  noteUsage(usage: unknown): void;
 }
 
 /** Content types whose bodies are bytes, never JSON: multipart uploads and raw audio. */
@@ -115,6 +119,8 @@ export class Exchange {
   /** The simulator's own base URL (for URLs it hands out, e.g. image files). */
   readonly simUrl: string;
   readonly images: ImageStore;
+  /** Anthropic's prompt cache (anthropic-cache.ts), shared by every request to this simulator. */
+  readonly promptCache: AnthropicPromptCache;
   readonly #state: SimState;
 
   constructor(
@@ -132,6 +138,7 @@ export class Exchange {
     this.apiKey = state.apiKey;
     this.simUrl = state.url;
     this.images = state.images;
+    this.promptCache = state.promptCache;
     this.raw = raw;
     this.multipart = multipart;
     let body: unknown;
@@ -158,6 +165,11 @@ export class Exchange {
   /** True once the client went away or the simulator is closing. */
   get gone(): boolean {
     return this.signal.aborted || this.res.destroyed;
+  }
+
+  /** Records the usage the answer reports (RecordedRequest.usage), as the family's wire has it. */
+  noteUsage(usage: unknown): void {
+    this.#state.noteUsage(usage);
   }
 
   /** The directive scenario when given, otherwise the next queued one, otherwise the default. */
@@ -327,6 +339,8 @@ export class ProviderSimulator {
   readonly requests: RecordedRequest[] = [];
   /** Images handed out as URLs by the image endpoints. */
   readonly images = new ImageStore();
+  /** Anthropic's prompt cache: `promptCache.advance(ms)` moves its clock to expire entries. */
+  readonly promptCache = new AnthropicPromptCache();
   readonly apiKey: string;
   readonly #server: Server;
   readonly #sockets = new Set<Socket>();
@@ -385,12 +399,13 @@ export class ProviderSimulator {
     this.#default = scenario;
   }
 
-  /** Clears the queue, the default scenario, the recorded requests and the image URLs handed out. */
+  /** Clears the queue, the default scenario, the recorded requests, the image URLs handed out and the prompt cache. */
   reset(): void {
     this.#queue = [];
     this.#default = undefined;
     this.requests.length = 0;
     this.images.clear();
+    this.promptCache.clear();
   }
 
   /** Sockets currently open (keep-alive sockets included). */
@@ -433,13 +448,23 @@ export class ProviderSimulator {
     const route = routeOf(url.pathname);
     const contentType = req.headers['content-type'];
     const multipart = isMultipart(contentType) ? await parseMultipart(raw, contentType ?? '') : undefined;
+    let recorded: RecordedRequest | undefined;
     const exchange = new Exchange(
       req,
       res,
       url,
       raw,
       controller.signal,
-      { apiKey: this.apiKey, url: this.url, images: this.images, takeScenario: () => this.#queue.shift() ?? this.#default ?? {} },
+      {
+        apiKey: this.apiKey,
+        url: this.url,
+        images: this.images,
+        promptCache: this.promptCache,
+        takeScenario: () => this.#queue.shift() ?? this.#default ?? {},
+        noteUsage: (usage) => {
+          if (recorded) recorded.usage = usage;
+        },
+      },
       multipart,
     );
     let body = exchange.body;
@@ -455,7 +480,7 @@ export class ProviderSimulator {
     }
     if (route.family === 'deepgram') model = url.searchParams.get('model') ?? '';
     const record = isObject(body) ? body : undefined;
-    this.requests.push({
+    recorded = {
       family: route.family,
       method: req.method ?? 'GET',
       path: url.pathname,
@@ -464,7 +489,8 @@ export class ProviderSimulator {
       body,
       model: route.gemini?.model ?? model ?? (typeof record?.model === 'string' ? record.model : ''),
       stream: route.gemini ? route.gemini.action === 'streamGenerateContent' : record?.stream === true,
-    });
+    };
+    this.requests.push(recorded);
     if (this.#closing) {
       res.destroy();
       return;

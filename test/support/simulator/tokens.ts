@@ -99,3 +99,14 @@ export function promptTokens(family: Family, model: string, prompt: { text: stri
 export function completionTokens(family: Family, model: string, text: string): number {
   return textTokens(modelFor(family, model), text);
 }
+
+/**
+ * What a prompt prefix (tools, system, messages up to a block) costs as a prompt cache counts
+ * it: its text and its messages' framing. The call's own framing (`perCall`: the turn that asks
+ * for the answer, after the last block) is never part of a cached prefix, so a prompt cached up
+ * to its last block still bills that much uncached input, as Anthropic's does.
+ */
+export function prefixTokens(family: Family, model: string, prefix: { text: string; messages: number }): number {
+  const m = modelFor(family, model);
+  return textTokens(m, prefix.text) + m.perMessage * prefix.messages;
+}

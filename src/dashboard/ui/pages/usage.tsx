@@ -1,6 +1,6 @@
 import { useMemo, useState, type ReactNode } from 'react';
 import { callSucceeded, DEFAULT_FILTERS, newerPage, olderPage, filtersFromSearch, filtersProblem, filtersToSearch, isFiltered, RANGE_LABELS, RANGES, rowMatches, usageQuery, type Range, type UsageFilters } from '../../lib/filters.js';
-import { endpointLabel, ENDPOINT_LABELS, formatCallTime, formatDateTime, formatLatency, formatQuantity } from '../../lib/format.js';
+import { endpointLabel, ENDPOINT_LABELS, formatCacheTokens, formatCallTime, formatDateTime, formatLatency, formatQuantity } from '../../lib/format.js';
 import { formatCount } from '../../lib/money.js';
 import { ENDPOINTS, type ApiKey, type UsageRow } from '../../lib/types.js';
 import { CallStatus, Dialog, Empty, ErrorNotice, Field, Inr, Loading, PageHeader, SelectField } from '../components.js';
@@ -251,7 +251,10 @@ export function UsageTable({ rows, now, showAccount, onDetail, busy }: { rows: U
                 {row.api_key_name ?? <span className="muted">—</span>}
                 {showAccount && row.account_email ? <span className="muted"> · {row.account_email}</span> : null}
               </td>
-              <td data-label="Used">{formatQuantity(row)}</td>
+              <td data-label="Used">
+                {formatQuantity(row)}
+                <CacheNote row={row} />
+              </td>
               <td data-label="Cost" className="num">
                 <Inr value={row.cost} />
               </td>
@@ -267,6 +270,12 @@ export function UsageTable({ rows, now, showAccount, onDetail, busy }: { rows: U
       </table>
     </div>
   );
+}
+
+/** Under a call's tokens: what it read from and wrote to the provider's prompt cache, if anything. */
+function CacheNote({ row }: { row: UsageRow }) {
+  const text = formatCacheTokens(row);
+  return text ? <span className="muted block cache-tokens">{text}</span> : null;
 }
 
 function CallDetail({ row, onClose }: { row: UsageRow; onClose: () => void }) {

@@ -1,0 +1,304 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { CacheConfig, ModelConfig } from '../../config/types.js';
+import type { ChatResult, Usage } from '../canonical.js';
+import { CallAborted } from '../errors.js';
+import type { CallContext, ChatDraft } from '../gateway/chat.js';
+import { decodeAnswer, encodeAnswer, fitsLimit, type CachedAnswer } from './answer.js';
+import { cacheKeys, type CacheKeys } from './keys.js';
+import { RedisExactTier } from './redis-exact.js';
+import { CacheStore, cacheFileOf } from './sqlite-store.js';
+import { VectorIndex } from './vector-index.js';
+
+/**
+ * The response cache in front of the provider call, for the three chat formats: an exact tier
+ * (the hash of everything that can change the answer) and a semantic tier (the last user
+ * message's embedding against earlier ones after the same conversation, same model and
+ * parameters). Entries belong to one account (or one key: `cache.scope`) and are never found
+ * from another.
+ *
+ * Every failure of the cache (a full disk, a corrupted entry, Redis or the embedding model
+ * down, the vector worker gone) is a miss, logged, never an error for the caller.
+ */
+
+/** What the cache decided for a call before looking anything up. */
+export interface CachePlan {
+  /** `bypass`: opted out or not cacheable by the rules (reason logged); `lookup`: try the tiers. */
+  outcome: 'bypass' | 'lookup';
+  reason?: string;
+  keys: CacheKeys;
+  exact: boolean;
+  semantic: boolean;
+  /** The prompt's embedding, once a semantic lookup computed it (stored with the answer on a miss). */
+  vector?: Float32Array;
+  /** The caller's output limit (not in the keys: checked against each answer, answer.ts fitsLimit). */
+  maxTokens: number | undefined;
+}
+
+export interface CacheHit {
+  tier: 'exact' | 'semantic';
+  similarity?: number;
+  answer: CachedAnswer;
+}
+
+/** Embeds a prompt through the gateway's own provider layer, billed to the caller; undefined when it could not. */
+export type PromptEmbedder = (text: string, ctx: CallContext) => Promise<Float32Array | undefined>;
+
+export interface ResponseCacheDeps {
+  databasePath: string;
+  redis: Redis | undefined;
+  redisPrefix: string;
+  embed: PromptEmbedder;
+  logger: Logger;
+}
+
+const SWEEP_MS = 60_000;
+const TOUCH_MS = 1000;
+const POLL_MS = 5000;
+
+export class ResponseCache {
+  private readonly store: CacheStore | undefined;
+  private readonly redisTier: RedisExactTier | undefined;
+  private readonly vectors: VectorIndex | undefined;
+  private readonly timers: NodeJS.Timeout[] = [];
+  /** Highest entry id the vector index has seen from the file (entries other daemons add). */
+  private seenId = 0;
+  private readonly ownIds = new Set<number>();
+  private closed = false;
+
+  constructor(
+    readonly config: CacheConfig,
+    private readonly deps: ResponseCacheDeps,
+  ) {
+    const logger = deps.logger;
+    try {
+      this.store = CacheStore.open(cacheFileOf(deps.databasePath), { maxEntries: config.maxEntries, maxBytes: config.maxBytes }, logger);
+    } catch (error) {
+      logger.error({ err: error }, 'the response cache could not open its file: every call is a miss');
+    }
+    this.redisTier = deps.redis ? new RedisExactTier(deps.redis, deps.redisPrefix) : undefined;
+    if (this.store && config.semantic.models.length > 0) {
+      this.vectors = VectorIndex.open({ ...(this.store.path === ':memory:' ? {} : { databasePath: this.store.path }), logger });
+      this.seenId = this.maxId();
+      this.every(POLL_MS, () => this.pollVectors());
+    }
+    this.every(TOUCH_MS, () => this.store?.flushTouched());
+    this.every(SWEEP_MS, () => this.sweep());
+  }
+
+  /** The tiers enabled for a model; undefined when neither is (the cache does not apply). */
+  plan(draft: ChatDraft, model: ModelConfig, ctx: CallContext, noCache: boolean): CachePlan | undefined {
+    const exact = matches(this.config.exact.models, model.id);
+    const semantic = this.vectors !== undefined && matches(this.config.semantic.models, model.id);
+    if (!exact && !semantic) return undefined;
+    const scope = this.config.scope === 'key' ? `key:${ctx.apiKeyId}` : `account:${ctx.accountId}`;
+    const keys = cacheKeys(draft, model.id, scope);
+    const plan: CachePlan = { outcome: 'lookup', keys, exact, semantic: semantic && keys.semantic !== undefined, maxTokens: draft.maxTokens };
+    const bypass = (reason: string): CachePlan => ({ ...plan, outcome: 'bypass', reason });
+    if (noCache) return bypass('the request opted out');
+    if (ctx.cache === false) return bypass('the key opted out');
+    if (draft.temperature !== undefined && draft.temperature > this.config.maxTemperature) return bypass(`temperature above ${this.config.maxTemperature}`);
+    if (!this.config.toolResults && draft.messages.at(-1)?.role === 'tool') return bypass('a tool result is pending');
+    return plan;
+  }
+
+  /** Exact tier, then semantic tier (an embedding call, billed); undefined on a miss. */
+  async lookup(plan: CachePlan, ctx: CallContext): Promise<CacheHit | undefined> {
+    if (plan.outcome !== 'lookup') return undefined;
+    const now = Date.now();
+    if (plan.exact) {
+      const answer = await this.exactGet(plan.keys.exact, now, ctx);
+      if (answer && fitsLimit(answer, plan.maxTokens)) return { tier: 'exact', answer };
+    }
+    const semantic = plan.keys.semantic;
+    if (!plan.semantic || !semantic || !this.vectors || !this.store) return undefined;
+    const vector = await this.embed(semantic.prompt, ctx);
+    if (!vector) return undefined;
+    plan.vector = vector;
+    try {
+      const match = await this.vectors.search(semantic.partition, vector, this.config.semantic.threshold);
+      if (!match) return undefined;
+      const entry = this.store.get(match.id, now);
+      if (!entry) return undefined;
+      const answer = decodeAnswer(entry.answer);
+      if (!answer) {
+        this.corrupted(ctx, 'semantic', () => {
+          this.store?.delete(entry.id);
+          this.vectors?.remove([entry.id]);
+        });
+        return undefined;
+      }
+      if (!fitsLimit(answer, plan.maxTokens)) return undefined;
+      this.store.touch(entry.id, now);
+      return { tier: 'semantic', similarity: Math.min(1, match.similarity), answer };
+    } catch (error) {
+      this.deps.logger.warn({ err: error, req_id: ctx.requestId }, 'semantic cache lookup failed: a miss');
+      return undefined;
+    }
+  }
+
+  /**
+   * Keeps a completed answer (after the call is settled; off the response path). Answers cut
+   * by a content filter, and answers with nothing in them, are not kept.
+   */
+  save(plan: CachePlan, result: Pick<ChatResult, 'text' | 'toolCalls' | 'finishReason' | 'stopSequence'>, usage: Usage, model: ModelConfig, requestId: string): void {
+    if (plan.outcome !== 'lookup' || this.closed) return;
+    if (result.finishReason === 'content_filter' || (result.text === '' && result.toolCalls.length === 0)) return;
+    const answer: CachedAnswer = {
+      text: result.text,
+      toolCalls: result.toolCalls.map((call) => ({ name: call.name, arguments: call.arguments })),
+      finishReason: result.finishReason,
+      usage,
+      createdAt: Date.now(),
+    };
+    if (result.stopSequence !== undefined) answer.stopSequence = result.stopSequence;
+    if (plan.maxTokens !== undefined) answer.maxTokens = plan.maxTokens;
+    const encoded = encodeAnswer(answer);
+    setImmediate(() => void this.write(plan, encoded, model, requestId));
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const timer of this.timers) clearInterval(timer);
+    await this.vectors?.close();
+    try {
+      this.store?.close();
+    } catch (error) {
+      this.deps.logger.warn({ err: error }, 'could not close the response cache file');
+    }
+  }
+
+  /** For tests and the benchmark. */
+  get internals(): { store: CacheStore | undefined; vectors: VectorIndex | undefined } {
+    return { store: this.store, vectors: this.vectors };
+  }
+
+  private async exactGet(key: string, now: number, ctx: CallContext): Promise<CachedAnswer | undefined> {
+    try {
+      if (this.redisTier) {
+        const text = await this.redisTier.get(key, now);
+        if (text === undefined) return undefined;
+        const answer = decodeAnswer(text);
+        if (!answer) this.corrupted(ctx, 'exact', () => void this.redisTier?.delete(key).catch(() => undefined));
+        return answer;
+      }
+      const entry = this.store?.getExact(key, now);
+      if (!entry) return undefined;
+      const answer = decodeAnswer(entry.answer);
+      if (!answer) {
+        this.corrupted(ctx, 'exact', () => {
+          this.store?.delete(entry.id);
+          this.vectors?.remove([entry.id]);
+        });
+        return undefined;
+      }
+      this.store?.touch(entry.id, now);
+      return answer;
+    } catch (error) {
+      this.deps.logger.warn({ err: error, req_id: ctx.requestId }, 'exact cache lookup failed: a miss');
+      return undefined;
+    }
+  }
+
+  private async embed(text: string, ctx: CallContext): Promise<Float32Array | undefined> {
+    try {
+      return await this.deps.embed(text, ctx);
+    } catch (error) {
+      if (error instanceof CallAborted) throw error;
+      this.deps.logger.warn({ err: error, req_id: ctx.requestId }, 'could not embed the prompt for the semantic cache: a miss');
+      return undefined;
+    }
+  }
+
+  private async write(plan: CachePlan, encoded: string, model: ModelConfig, requestId: string): Promise<void> {
+    if (this.closed) return;
+    const now = Date.now();
+    const semantic = plan.semantic && plan.vector && plan.keys.semantic ? { partition: plan.keys.semantic.partition, vector: plan.vector } : undefined;
+    try {
+      if (plan.exact && this.redisTier) {
+        await this.redisTier.put(plan.keys.exact, encoded, now, this.config.ttlMs, this.config.maxEntries, this.config.maxBytes);
+      }
+      const local = plan.exact && !this.redisTier;
+      if (!this.store || (!local && !semantic)) return;
+      const { id, removed } = this.store.put({
+        exactKey: local ? plan.keys.exact : undefined,
+        partition: semantic?.partition,
+        vector: semantic?.vector,
+        model: model.id,
+        answer: encoded,
+        now,
+        ttlMs: this.config.ttlMs,
+      });
+      if (removed.length > 0) this.vectors?.remove(removed);
+      if (semantic) {
+        this.ownIds.add(id);
+        this.vectors?.add(semantic.partition, id, semantic.vector);
+      }
+    } catch (error) {
+      this.deps.logger.warn({ err: error, req_id: requestId }, 'could not store the answer in the response cache');
+    }
+  }
+
+  private corrupted(ctx: CallContext, tier: string, drop: () => void): void {
+    this.deps.logger.warn({ req_id: ctx.requestId, tier }, 'a response cache entry could not be read: dropped, a miss');
+    try {
+      drop();
+    } catch (error) {
+      this.deps.logger.warn({ err: error }, 'could not drop a corrupted cache entry');
+    }
+  }
+
+  private sweep(): void {
+    try {
+      const removed = this.store?.sweep(Date.now()) ?? [];
+      if (removed.length > 0) this.vectors?.remove(removed);
+    } catch (error) {
+      this.deps.logger.warn({ err: error }, 'could not sweep the response cache');
+    }
+  }
+
+  /** Semantic entries other daemons sharing the file added since the last look. */
+  private pollVectors(): void {
+    if (!this.store || !this.vectors) return;
+    try {
+      for (;;) {
+        const rows = this.store.vectorsAfter(this.seenId, Date.now());
+        for (const row of rows) {
+          this.seenId = Math.max(this.seenId, row.id);
+          if (this.ownIds.delete(row.id)) continue;
+          this.vectors.add(row.partition, row.id, new Float32Array(row.vector.buffer.slice(row.vector.byteOffset, row.vector.byteOffset + row.vector.byteLength)));
+        }
+        if (rows.length < 1000) break;
+      }
+      for (const id of this.ownIds) if (id <= this.seenId) this.ownIds.delete(id);
+    } catch (error) {
+      this.deps.logger.warn({ err: error }, 'could not read new semantic cache entries');
+    }
+  }
+
+  private maxId(): number {
+    try {
+      const rows = this.store?.raw.prepare('SELECT coalesce(max(id), 0) AS id FROM cache_entries').get() as { id: number } | undefined;
+      return rows?.id ?? 0;
+    } catch {
+      return 0;
+    }
+  }
+
+  private every(ms: number, run: () => void): void {
+    const timer = setInterval(run, ms);
+    timer.unref();
+    this.timers.push(timer);
+  }
+}
+
+/** Catalog ids against the tier's patterns (`*` any run of characters). */
+export function matches(patterns: readonly string[], id: string): boolean {
+  for (const pattern of patterns) {
+    if (pattern === '*' || pattern === id) return true;
+    if (!pattern.includes('*')) continue;
+    const regex = new RegExp(`^${pattern.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\/]/g, '\\$&')).join('.*')}$`);
+    if (regex.test(id)) return true;
+  }
+  return false;
+}
