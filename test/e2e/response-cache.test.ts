@@ -13,7 +13,7 @@ import { costMicros } from '../../src/core/pricing.js';
  * billing of hits and misses to the µINR; a broken cache is a miss, never an error.
  */
 
-const THRESHOLD = 0.9;
+const THRESHOLD = 0.95;
 
 let sim: ProviderSimulator;
 let gw: TestGateway;
@@ -143,4 +143,151 @@ t.test('exact tier: a repeat is a hit, free, across formats, as JSON and stream'
   t.equal(usageRow(gw, lookupId)?.endpoint, 'cache.embeddings');
   t.equal(charged(gw, funded, undefined), missCost + lookupCost, 'only the miss (and its lookup) were ever charged');
   await noHolds(t, gw, funded);
+});
+
+const PHOTOSYNTHESIS = 'In two sentences, explain how photosynthesis turns sunlight water and carbon dioxide into sugar and oxygen in green plants';
+const PARAPHRASE = 'In two sentences explain how photosynthesis turns sunlight, water and carbon dioxide into sugar and oxygen in green plants please';
+const NEAR_MISS = 'In three sentences, explain how photosynthesis turns sunlight water and carbon dioxide into sugar and oxygen in green algae';
+
+t.test('semantic tier: a paraphrase within the threshold is a hit, one below it a miss; the lookup is billed', async (t) => {
+  const funded = await fundedKey(gw, { balance: 10 });
+  const similarity = cosine(embedText(PHOTOSYNTHESIS, 1536, 256), embedText(PARAPHRASE, 1536, 256));
+  const below = cosine(embedText(PHOTOSYNTHESIS, 1536, 256), embedText(NEAR_MISS, 1536, 256));
+  t.ok(similarity >= THRESHOLD && below < THRESHOLD, `fixtures: ${similarity.toFixed(4)} above, ${below.toFixed(4)} below ${THRESHOLD}`);
+  const system = { role: 'system' as const, content: 'You are a biology tutor.' };
+
+  sim.enqueue({}, { text: 'Plants capture light to make sugar. Oxygen is released.' });
+  const first = await openai(funded).chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [system, { role: 'user', content: PHOTOSYNTHESIS }] }).withResponse();
+  t.equal(first.response.headers.get('x-gateway-cache'), 'miss');
+  t.equal(embeddingCalls(), 1, 'the prompt was embedded');
+  t.equal((sim.requests.find((r) => r.path.includes('embeddings'))?.body as { dimensions?: number }).dimensions, 256, 'asked for 256 dimensions');
+  await stored(gw, 1);
+
+  // A paraphrase: answered from the cache, with its similarity.
+  const hit = await openai(funded).chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [system, { role: 'user', content: PARAPHRASE }] }).withResponse();
+  t.equal(hit.response.headers.get('x-gateway-cache'), 'semantic', 'a semantic hit');
+  t.equal(hit.data.choices[0]?.message.content, 'Plants capture light to make sugar. Oxygen is released.', 'the earlier answer');
+  const header = Number(hit.response.headers.get('x-gateway-cache-similarity'));
+  t.ok(Math.abs(header - similarity) < 0.002, `x-gateway-cache-similarity ${header} ≈ ${similarity.toFixed(4)}`);
+  t.equal(chatCalls(), 1, 'no chat call upstream');
+  t.equal(embeddingCalls(), 2, 'one embedding per lookup');
+  const hitId = hit.response.headers.get('x-request-id') ?? undefined;
+  const row = usageRow(gw, hitId);
+  t.equal(row?.cache, 'semantic');
+  t.ok(Math.abs((row?.cacheSimilarity ?? 0) - similarity) < 0.002, 'usage row: similarity');
+  t.equal(charged(gw, funded, hitId), 0, 'the answer is free');
+  const lookupCost = charged(gw, funded, `${hitId}-cache`);
+  const embeddingModel = gw.app.catalog.resolve('openai/text-embedding-3-small', 'embedding');
+  const tokens = usageRow(gw, `${hitId}-cache`)?.inputTokens ?? 0;
+  t.ok(tokens > 0);
+  t.equal(lookupCost, costMicros(embeddingModel.pricing, { inputTokens: tokens, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 }), 'the lookup billed at the embedding model\'s price');
+
+  // Below the threshold: a miss, answered upstream.
+  sim.enqueue({}, { text: 'Algae photosynthesise too.' });
+  const miss = await openai(funded).chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [system, { role: 'user', content: NEAR_MISS }] }).withResponse();
+  t.equal(miss.response.headers.get('x-gateway-cache'), 'miss', `similarity ${below.toFixed(3)}: a miss`);
+  t.equal(miss.data.choices[0]?.message.content, 'Algae photosynthesise too.');
+  t.equal(chatCalls(), 2);
+
+  // The same question after another system prompt: another partition, a miss.
+  const other = await openai(funded).chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'system', content: 'You are a poet.' }, { role: 'user', content: PHOTOSYNTHESIS }] }).withResponse();
+  t.equal(other.response.headers.get('x-gateway-cache'), 'miss', 'another conversation context never matches');
+  t.equal(chatCalls(), 3);
+
+  // A model outside the semantic tier: exact only, no embedding call.
+  const before = embeddingCalls();
+  const exactOnly = await openai(funded).chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: PHOTOSYNTHESIS }] }).withResponse();
+  t.equal(exactOnly.response.headers.get('x-gateway-cache'), 'miss');
+  t.equal(embeddingCalls(), before, 'no embedding for a model without the semantic tier');
+  await noHolds(t, gw, funded);
+});
+
+t.test('no_cache and x-gateway-cache: no-cache bypass both tiers (read and write); a key can opt out', async (t) => {
+  const funded = await fundedKey(gw, { balance: 10 });
+  const question = unique('What is two plus two');
+  await openai(funded).chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: question }] });
+  await until('stored', async () => {
+    const again = await postJson(`${gw.url}/v1/chat/completions`, { authorization: `Bearer ${funded.key}`, 'x-gateway-cache': 'no-cache' }, { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: question }] });
+    return again.status === 200 && header(again, 'x-gateway-cache') === 'bypass';
+  });
+  const calls = chatCalls();
+  const embeds = embeddingCalls();
+
+  // no_cache in the body: upstream, no lookup (no embedding), recorded as bypass.
+  const bypass = await postJson(`${gw.url}/v1/chat/completions`, { authorization: `Bearer ${funded.key}` }, { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: question }], no_cache: true });
+  t.equal(bypass.status, 200);
+  t.equal(header(bypass, 'x-gateway-cache'), 'bypass');
+  t.equal(chatCalls(), calls + 1, 'no_cache: the upstream answered');
+  t.equal(embeddingCalls(), embeds, 'no semantic lookup either');
+  t.equal(usageRow(gw, header(bypass, 'x-request-id'))?.cache, 'bypass');
+  const invalid = await postJson(`${gw.url}/v1/chat/completions`, { authorization: `Bearer ${funded.key}` }, { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: question }], no_cache: 'yes' });
+  t.equal(invalid.status, 400);
+  t.match(invalid.json.error.message, /no_cache/);
+
+  // The header, for messages and responses.
+  const message = await postJson(`${gw.url}/v1/messages`, { authorization: `Bearer ${funded.key}`, 'anthropic-version': '2023-06-01', 'x-gateway-cache': 'no-cache' }, { model: 'openai/gpt-4o-mini', max_tokens: 100, messages: [{ role: 'user', content: question }] });
+  t.equal(message.status, 200);
+  t.equal(header(message, 'x-gateway-cache'), 'bypass', 'messages: bypassed by the header');
+  const response = await postJson(`${gw.url}/v1/responses`, { authorization: `Bearer ${funded.key}`, 'x-gateway-cache': 'no-cache' }, { model: 'openai/gpt-4o-mini', input: question });
+  t.equal(header(response, 'x-gateway-cache'), 'bypass', 'responses: bypassed by the header');
+  t.equal(chatCalls(), calls + 3);
+
+  // A bypassed call stores nothing: a fresh question asked with no_cache, then without, is a miss.
+  const fresh = unique('What is three plus three');
+  await postJson(`${gw.url}/v1/chat/completions`, { authorization: `Bearer ${funded.key}` }, { model: 'openai/gpt-4o', messages: [{ role: 'user', content: fresh }], no_cache: true });
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const after = await postJson(`${gw.url}/v1/chat/completions`, { authorization: `Bearer ${funded.key}` }, { model: 'openai/gpt-4o', messages: [{ role: 'user', content: fresh }] });
+  t.equal(header(after, 'x-gateway-cache'), 'miss', 'no_cache wrote nothing');
+
+  // A key that opted out.
+  const optedOut = await gw.http('POST', `/api/management/accounts/${funded.accountId}/api-keys`, { token: gw.adminKey, body: { name: 'no cache', cache: false } });
+  t.equal(optedOut.status, 201);
+  t.equal(optedOut.body.cache, false, 'the key shows cache: false');
+  const viaKey = await postJson(`${gw.url}/v1/chat/completions`, { authorization: `Bearer ${optedOut.body.api_key}` }, { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: question }] });
+  t.equal(header(viaKey, 'x-gateway-cache'), 'bypass', 'the key opted out');
+  const badKey = await gw.http('POST', `/api/management/accounts/${funded.accountId}/api-keys`, { token: gw.adminKey, body: { name: 'bad', cache: 'no' } });
+  t.equal(badKey.status, 400);
+  t.match(badKey.text, /cache/);
+  const patched = await gw.http('PATCH', `/api/management/api-keys/${optedOut.body.id}`, { token: gw.adminKey, body: { cache: true } });
+  t.equal(patched.body.cache, true, 'opted back in');
+});
+
+t.test('rules: a high temperature and a pending tool result are not cached', async (t) => {
+  const funded = await fundedKey(gw, { balance: 10 });
+  const question = unique('Write a haiku');
+  const hot = await postJson(`${gw.url}/v1/chat/completions`, { authorization: `Bearer ${funded.key}` }, { model: 'openai/gpt-4o', messages: [{ role: 'user', content: question }], temperature: 1.5 });
+  t.equal(header(hot, 'x-gateway-cache'), 'bypass', 'temperature 1.5 > max_temperature 1');
+  const tool = await postJson(`${gw.url}/v1/chat/completions`, { authorization: `Bearer ${funded.key}` }, {
+    model: 'openai/gpt-4o',
+    messages: [
+      { role: 'user', content: question },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'weather', arguments: '{}' } }] },
+      { role: 'tool', tool_call_id: 'call_1', content: 'sunny' },
+    ],
+    tools: [{ type: 'function', function: { name: 'weather', parameters: { type: 'object', properties: {} } } }],
+  });
+  t.equal(tool.status, 200);
+  t.equal(header(tool, 'x-gateway-cache'), 'bypass', 'a tool result pending: not cached');
+});
+
+t.test('two accounts asking the same question never share an entry', async (t) => {
+  const alice = await fundedKey(gw, { balance: 10 });
+  const bob = await fundedKey(gw, { balance: 10 });
+  const question = unique('What is my secret');
+  sim.enqueue({ text: 'Alice private answer' });
+  const a = await openai(alice).chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: question }] });
+  t.equal(a.choices[0]?.message.content, 'Alice private answer');
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const again = await openai(alice).chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: question }] }).withResponse();
+  t.equal(again.response.headers.get('x-gateway-cache'), 'exact', 'alice hits her own entry');
+  const b = await openai(bob).chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: question }] }).withResponse();
+  t.equal(b.response.headers.get('x-gateway-cache'), 'miss', 'bob misses');
+  t.not(b.data.choices[0]?.message.content, 'Alice private answer', 'bob never sees alice\'s answer');
+  // Semantic tier too: bob's paraphrase of alice's question.
+  sim.enqueue({}, { text: 'Alice photosynthesis answer' });
+  await openai(alice).chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: PHOTOSYNTHESIS }] });
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const bobSemantic = await openai(bob).chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: PARAPHRASE }] }).withResponse();
+  t.equal(bobSemantic.response.headers.get('x-gateway-cache'), 'miss', 'no semantic match across accounts');
+  t.not(bobSemantic.data.choices[0]?.message.content, 'Alice photosynthesis answer');
 });
