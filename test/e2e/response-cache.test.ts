@@ -291,3 +291,120 @@ t.test('two accounts asking the same question never share an entry', async (t) =
   t.equal(bobSemantic.response.headers.get('x-gateway-cache'), 'miss', 'no semantic match across accounts');
   t.not(bobSemantic.data.choices[0]?.message.content, 'Alice photosynthesis answer');
 });
+
+t.test('TTL, LRU eviction by entries, and hit_price billing', async (t) => {
+  const small = await startTestGateway({ providers: simulatedProviders(sim.url), cache: cacheConfig({ ttl: '1s', max_entries: 2, hit_price: 0.5, semantic: { models: [] } }) });
+  t.teardown(() => small.stop());
+  const funded = await fundedKey(small, { balance: 10 });
+  const ask = (content: string) => openai(funded, small).chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content }] }).withResponse();
+  const store = () => small.app.cache?.internals.store;
+
+  // hit_price 0.5: a hit costs half the answer's list price; the row says what it saved.
+  const first = await ask('question A');
+  const listPrice = charged(small, funded, first.response.headers.get('x-request-id') ?? undefined);
+  await stored(small, 1);
+  const hit = await ask('question A');
+  t.equal(hit.response.headers.get('x-gateway-cache'), 'exact');
+  const hitId = hit.response.headers.get('x-request-id') ?? undefined;
+  t.equal(charged(small, funded, hitId), Math.round(listPrice / 2), 'half the list price, to the µINR');
+  t.equal(usageRow(small, hitId)?.cacheSavedMicros, listPrice - Math.round(listPrice / 2), 'saved the other half');
+
+  // LRU: A (just used), B, then C: B is the least recently used and goes.
+  await ask('question B');
+  await stored(small, 2);
+  t.equal((await ask('question A')).response.headers.get('x-gateway-cache'), 'exact', 'A used again');
+  await ask('question C');
+  await until('C stored, B evicted', () => store()?.size.entries === 2 && store()?.raw.prepare('SELECT count(*) AS n FROM cache_entries').get() !== undefined);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  t.equal(store()?.size.entries, 2, 'at most max_entries');
+  t.equal((await ask('question A')).response.headers.get('x-gateway-cache'), 'exact', 'A kept (recently used)');
+  t.equal((await ask('question B')).response.headers.get('x-gateway-cache'), 'miss', 'B evicted (least recently used)');
+
+  // TTL: after 1 s the entry is stale, a miss.
+  const ttlQuestion = 'question D';
+  await ask(ttlQuestion);
+  await until('D stored', async () => (await ask(ttlQuestion)).response.headers.get('x-gateway-cache') === 'exact');
+  await new Promise((resolve) => setTimeout(resolve, 1100));
+  t.equal((await ask(ttlQuestion)).response.headers.get('x-gateway-cache'), 'miss', 'expired after its TTL');
+});
+
+t.test('eviction by size: max_size bounds the bytes kept', async (t) => {
+  const small = await startTestGateway({ providers: simulatedProviders(sim.url), cache: cacheConfig({ max_size: '64kb', semantic: { models: [] } }) });
+  t.teardown(() => small.stop());
+  const funded = await fundedKey(small, { balance: 50 });
+  const long = 'x'.repeat(20_000);
+  for (const name of ['one', 'two', 'three', 'four', 'five']) {
+    sim.enqueue({ text: `${name} ${long}` });
+    await openai(funded, small).chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: `long ${name}` }] });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  await until('stored', () => (small.app.cache?.internals.store?.size.bytes ?? 0) > 0);
+  const size = small.app.cache?.internals.store?.size;
+  t.ok(size && size.bytes <= 64 * 1024, `${size?.bytes} bytes kept, within 64 KB`);
+  t.ok(size && size.entries >= 2 && size.entries <= 3, `${size?.entries} entries of ~20 KB`);
+  const newest = await openai(funded, small).chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'long five' }] }).withResponse();
+  t.equal(newest.response.headers.get('x-gateway-cache'), 'exact', 'the newest is kept');
+  const oldest = await openai(funded, small).chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'long one' }] }).withResponse();
+  t.equal(oldest.response.headers.get('x-gateway-cache'), 'miss', 'the oldest was evicted');
+});
+
+t.test('a broken cache is a miss, never an error: corrupted entry, full disk, embedding model down, unreadable file', async (t) => {
+  const funded = await fundedKey(gw, { balance: 1000 });
+  const store = gw.app.cache?.internals.store;
+  if (!store) throw new Error('no cache store');
+  const question = unique('Corrupt me');
+  const first = await openai(funded).chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: question }] });
+  await until('stored', async () => {
+    const r = await postJson(`${gw.url}/v1/chat/completions`, { authorization: `Bearer ${funded.key}` }, { model: 'openai/gpt-4o', messages: [{ role: 'user', content: question }] });
+    return header(r, 'x-gateway-cache') === 'exact';
+  });
+  // Corrupt every entry's answer: the next lookup drops it and asks upstream.
+  store.raw.prepare("UPDATE cache_entries SET answer = '{\"v\":1,\"text\":' ").run();
+  const calls = chatCalls();
+  const after = await openai(funded).chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: question }] }).withResponse();
+  t.equal(after.response.headers.get('x-gateway-cache'), 'miss', 'a corrupted entry is a miss');
+  t.equal(after.data.choices[0]?.message.content, first.choices[0]?.message.content, 'answered upstream');
+  t.equal(chatCalls(), calls + 1);
+
+  // Full disk: the cache file may not grow; calls still succeed (misses), nothing is stored.
+  await new Promise((resolve) => setTimeout(resolve, 50)); // the miss above stores its answer
+  const pages = store.raw.pragma('page_count', { simple: true }) as number;
+  store.raw.pragma(`max_page_count = ${pages}`);
+  t.teardown(() => store.raw.pragma('max_page_count = 1073741823'));
+  const big = 'y'.repeat(50_000);
+  const entriesBefore = (store.raw.prepare('SELECT count(*) AS n FROM cache_entries').get() as { n: number }).n;
+  for (let i = 0; i < 3; i++) {
+    sim.enqueue({ text: `${big} ${i}` });
+    const full = await postJson(`${gw.url}/v1/chat/completions`, { authorization: `Bearer ${funded.key}` }, { model: 'openai/gpt-4o', messages: [{ role: 'user', content: unique('disk full') }] });
+    t.equal(full.status, 200, 'answered while the cache cannot store');
+  }
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  t.equal((store.raw.prepare('SELECT count(*) AS n FROM cache_entries').get() as { n: number }).n, entriesBefore, 'nothing stored: the disk was full');
+  store.raw.pragma('max_page_count = 1073741823');
+
+  // The embedding model fails: the semantic lookup is skipped (a miss), the call answered.
+  sim.enqueue({ error: { status: 500, message: 'embedding backend down' } });
+  const noEmbedding = await postJson(`${gw.url}/v1/chat/completions`, { authorization: `Bearer ${funded.key}` }, { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: unique('embedding down') }] });
+  t.equal(noEmbedding.status, 200, 'embedding failure: still answered');
+  t.equal(header(noEmbedding, 'x-gateway-cache'), 'miss');
+  await noHolds(t, gw, funded);
+});
+
+t.test('a cache file that is not a database is set aside at start', async (t) => {
+  const { mkdtempSync, writeFileSync, existsSync, readdirSync, rmSync } = await import('node:fs');
+  const { join } = await import('node:path');
+  const { tmpdir } = await import('node:os');
+  const { CacheStore } = await import('../../src/core/cache/sqlite-store.js');
+  const pino = (await import('pino')).default;
+  const dir = mkdtempSync(join(tmpdir(), 'cache-corrupt-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'gateway-cache.db');
+  writeFileSync(file, 'this is not an SQLite database, it is garbage '.repeat(200));
+  const store = CacheStore.open(file, { maxEntries: 10, maxBytes: 1 << 20 }, pino({ level: 'silent' }));
+  t.equal(store.size.entries, 0, 'a fresh, empty cache');
+  store.put({ exactKey: 'k', partition: undefined, vector: undefined, model: 'm', answer: '{}', now: Date.now(), ttlMs: 60_000 });
+  t.ok(store.getExact('k', Date.now()), 'usable');
+  store.close();
+  t.ok(existsSync(file));
+  t.ok(readdirSync(dir).some((name) => name.includes('.corrupt-')), 'the broken file kept aside');
+});

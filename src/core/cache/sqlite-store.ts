@@ -169,7 +169,7 @@ PRAGMA user_version = ${LAYOUT};`);
     const removed: number[] = [];
     const vector = entry.vector ? Buffer.from(entry.vector.buffer, entry.vector.byteOffset, entry.vector.byteLength) : null;
     const bytes = entry.answer.length + (vector?.length ?? 0) + 64;
-    const id = this.db.transaction(() => {
+    const write = this.db.transaction(() => {
       if (entry.exactKey !== undefined) for (const row of this.deleteExact.all(entry.exactKey) as Array<{ id: number; bytes: number }>) this.forget(row, removed);
       const result = this.insertStmt.run(entry.exactKey ?? null, entry.partition ?? null, vector, entry.model, entry.answer, bytes, entry.now, entry.now + entry.ttlMs, entry.now);
       this.entries += 1;
@@ -182,7 +182,15 @@ PRAGMA user_version = ${LAYOUT};`);
         for (const row of rows) this.forget(row, removed);
       }
       return Number(result.lastInsertRowid);
-    })();
+    });
+    let id: number;
+    try {
+      id = write();
+    } catch (error) {
+      // Rolled back: the counters follow the file again.
+      this.recount();
+      throw error;
+    }
     return { id, removed: removed.filter((gone) => gone !== id) };
   }
 
