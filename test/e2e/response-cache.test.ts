@@ -1,7 +1,10 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import t from 'tap';
-import { fundedKey, simulatedProviders, startTestGateway, type FundedKey, type TestGateway } from '../support/gateway.js';
+import pino from 'pino';
+import { fundedKey, simulatedProviders, startTestGateway, testConfig, type FundedKey, type TestGateway } from '../support/gateway.js';
+import { REDIS_URL, redisSkipReason } from '../support/redis.js';
+import { startGateway } from '../../src/main.js';
 import { balanceMicros, charges, header, noHolds, postJson, until, usageRow } from '../support/e2e.js';
 import { embedText, cosine } from '../support/simulator/embed.js';
 import { ProviderSimulator } from '../support/simulator/server.js';
@@ -407,4 +410,84 @@ t.test('a cache file that is not a database is set aside at start', async (t) =>
   store.close();
   t.ok(existsSync(file));
   t.ok(readdirSync(dir).some((name) => name.includes('.corrupt-')), 'the broken file kept aside');
+});
+
+t.test('tool calls are cached and replayed with fresh ids, as JSON and stream', async (t) => {
+  const funded = await fundedKey(gw, { balance: 10 });
+  const body = {
+    model: 'openai/gpt-4o',
+    messages: [{ role: 'user' as const, content: unique('What is the weather in Paris') }],
+    tools: [{ type: 'function' as const, function: { name: 'weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }],
+  };
+  sim.enqueue({ toolCalls: [{ name: 'weather', arguments: '{"city":"Paris"}' }], finish: 'tool_calls' });
+  const first = await openai(funded).chat.completions.create(body);
+  const firstCall = first.choices[0]?.message.tool_calls?.[0];
+  t.equal(firstCall?.type === 'function' ? firstCall.function.arguments : undefined, '{"city":"Paris"}');
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const hit = await openai(funded).chat.completions.create(body).withResponse();
+  t.equal(hit.response.headers.get('x-gateway-cache'), 'exact');
+  const call = hit.data.choices[0]?.message.tool_calls?.[0];
+  t.equal(call?.type === 'function' ? call.function.name : undefined, 'weather');
+  t.equal(call?.type === 'function' ? call.function.arguments : undefined, '{"city":"Paris"}');
+  t.equal(hit.data.choices[0]?.finish_reason, 'tool_calls');
+  t.not(call?.id, firstCall?.id, 'a fresh tool call id');
+  const stream = await openai(funded).chat.completions.create({ ...body, stream: true });
+  let args = '';
+  let name = '';
+  let finish: string | null | undefined;
+  for await (const chunk of stream) {
+    const delta = chunk.choices[0]?.delta.tool_calls?.[0];
+    if (delta?.function?.name) name = delta.function.name;
+    if (delta?.function?.arguments) args += delta.function.arguments;
+    if (chunk.choices[0]?.finish_reason) finish = chunk.choices[0].finish_reason;
+  }
+  t.equal(name, 'weather');
+  t.equal(args, '{"city":"Paris"}', 'arguments replayed in pieces');
+  t.equal(finish, 'tool_calls');
+});
+
+t.test('an answer cut at its output limit is served only to the same limit; a stream miss is stored too', async (t) => {
+  const funded = await fundedKey(gw, { balance: 10 });
+  const question = unique('Tell me a long story');
+  sim.enqueue({ text: 'Once upon a time', finish: 'length' });
+  const stream = await openai(funded).chat.completions.create({ model: 'openai/gpt-4o', max_tokens: 5, messages: [{ role: 'user', content: question }], stream: true });
+  for await (const chunk of stream) void chunk;
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const same = await openai(funded).chat.completions.create({ model: 'openai/gpt-4o', max_tokens: 5, messages: [{ role: 'user', content: question }] }).withResponse();
+  t.equal(same.response.headers.get('x-gateway-cache'), 'exact', 'a streamed miss was stored; same limit: a hit');
+  t.equal(same.data.choices[0]?.finish_reason, 'length');
+  const longer = await openai(funded).chat.completions.create({ model: 'openai/gpt-4o', max_tokens: 500, messages: [{ role: 'user', content: question }] }).withResponse();
+  t.equal(longer.response.headers.get('x-gateway-cache'), 'miss', 'a higher limit would have got more: a miss');
+});
+
+t.test('with Redis, the exact tier is shared by the daemons', { skip: redisSkipReason() }, async (t) => {
+  const prefix = `gw-cache-${Date.now()}:`;
+  const raw = { providers: simulatedProviders(sim.url), redis: { url: REDIS_URL, key_prefix: prefix }, cache: cacheConfig({ semantic: { models: [] } }) };
+  const a = await startTestGateway(raw);
+  t.teardown(() => a.stop());
+  // A second daemon on the same database file and Redis.
+  const b = await startGateway(testConfig(a.dir, raw), { logger: pino({ level: 'silent' }) });
+  t.teardown(() => b.close());
+  const funded = await fundedKey(a, { balance: 10 });
+  const question = unique('Shared question');
+  sim.enqueue({ text: 'answered once' });
+  const first = await openai(funded, a).chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: question }] }).withResponse();
+  t.equal(first.response.headers.get('x-gateway-cache'), 'miss');
+  const redis = a.app.redis;
+  if (!redis) throw new Error('no redis');
+  await until('in Redis', async () => (await redis.keys(`${prefix}cache:e:*`)).length === 1);
+  t.equal(a.app.cache?.internals.store?.size.entries, 0, 'not in SQLite: Redis holds the exact tier');
+  const fromB = await new OpenAI({ apiKey: funded.key, baseURL: `${b.url}/v1`, maxRetries: 0 }).chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: question }] }).withResponse();
+  t.equal(fromB.response.headers.get('x-gateway-cache'), 'exact', 'the other daemon hits the entry');
+  t.equal(fromB.data.choices[0]?.message.content, 'answered once');
+  t.equal(chatCalls(), 1);
+  // Eviction bookkeeping: lru, expiry, sizes, bytes.
+  t.equal(await redis.zcard(`${prefix}cache:lru`), 1);
+  t.ok(Number(await redis.get(`${prefix}cache:bytes`)) > 0);
+  // A corrupted Redis entry is a miss.
+  const [entryKey] = await redis.keys(`${prefix}cache:e:*`);
+  await redis.set(entryKey as string, 'garbage');
+  const after = await openai(funded, b).chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: question }] }).withResponse();
+  t.equal(after.response.headers.get('x-gateway-cache'), 'miss', 'a corrupted Redis entry is a miss');
+  await redis.del(...(await redis.keys(`${prefix}cache:*`)));
 });
