@@ -16,7 +16,7 @@ function ceilDiv(numerator: bigint, denominator: bigint): number {
 function promptPrices(pricing: ModelPricing): { plain: bigint; cacheRead: bigint; cacheWrite: bigint } {
   return {
     plain: BigInt(pricing.inputPer1M),
-    cacheRead: BigInt(pricing.inputPer1M),
+    cacheRead: BigInt(pricing.cacheReadPer1M ?? pricing.inputPer1M),
     cacheWrite: BigInt(pricing.cacheWritePer1M ?? pricing.inputPer1M),
   };
 }

@@ -233,23 +233,23 @@ export function createMcpServer(app: App, principal: KeyPrincipal): McpServer {
       {
         description:
           kind === 'api'
-            ? 'Creates an sk- API key for an account: name, rate_limit (requests per minute, 1 to 10000), budget (INR, 0 = unlimited), expires_at (ISO date). The secret is in the answer once and cannot be shown again.'
+            ? 'Creates an sk- API key for an account: name, rate_limit (requests per minute, 1 to 10000), budget (INR, 0 = unlimited), expires_at (ISO date), cache (false: the response cache neither serves nor stores its calls). The secret is in the answer once and cannot be shown again.'
             : 'Creates an akm- management key for an account (name, expires_at). The secret is in the answer once and cannot be shown again.',
         inputSchema: {
           account_id: accountRef,
           name: z.string().describe('What the key is for'),
-          ...(kind === 'api' ? { rate_limit: z.number().int().optional(), budget: z.number().optional() } : {}),
+          ...(kind === 'api' ? { rate_limit: z.number().int().optional(), budget: z.number().optional(), cache: z.boolean().optional() } : {}),
           expires_at: z.string().optional().describe('ISO 8601 date or date-time, in the future'),
         },
         outputSchema: { key: z.record(z.string(), z.unknown()), secret: z.string() },
         annotations: { ...changes, idempotentHint: false },
       },
-      async (args: { account_id?: string | undefined; name: string; rate_limit?: number | undefined; budget?: number | undefined; expires_at?: string | undefined }) =>
+      async (args: { account_id?: string | undefined; name: string; rate_limit?: number | undefined; budget?: number | undefined; expires_at?: string | undefined; cache?: boolean | undefined }) =>
         run(`create_${noun}`, () => {
           const target = account(args.account_id);
           const now = Date.now();
           const body: Record<string, unknown> = { name: args.name };
-          for (const field of ['rate_limit', 'budget', 'expires_at'] as const) if (args[field] !== undefined) body[field] = args[field];
+          for (const field of ['rate_limit', 'budget', 'expires_at', 'cache'] as const) if (args[field] !== undefined) body[field] = args[field];
           const { record, secret } = app.keys.create(kind, target.id, parseKeyCreate(kind, body, now));
           return {
             content: [{ type: 'text' as const, text: `Created ${record.name} (${record.maskedKey}). The secret below is shown once and cannot be recovered: store it now.\n${secret}` }],
@@ -276,8 +276,8 @@ export function createMcpServer(app: App, principal: KeyPrincipal): McpServer {
   server.registerTool(
     'update_api_key',
     {
-      description: 'Changes an sk- API key: name, rate_limit (1 to 10000), budget (INR, 0 = unlimited), expires_at (ISO date; null clears it).',
-      inputSchema: { key_id: z.string(), name: z.string().optional(), rate_limit: z.number().int().optional(), budget: z.number().optional(), expires_at: z.string().nullable().optional() },
+      description: 'Changes an sk- API key: name, rate_limit (1 to 10000), budget (INR, 0 = unlimited), expires_at (ISO date; null clears it), cache (whether the response cache serves and stores its calls).',
+      inputSchema: { key_id: z.string(), name: z.string().optional(), rate_limit: z.number().int().optional(), budget: z.number().optional(), expires_at: z.string().nullable().optional(), cache: z.boolean().optional() },
       outputSchema: { key: z.record(z.string(), z.unknown()) },
       annotations: { ...changes, idempotentHint: true },
     },

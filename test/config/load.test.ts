@@ -232,3 +232,33 @@ t.test('providers.<name>.tokenizer: the vendor tokenizer against cl100k, for the
   t.ok(problems.some((line) => line.startsWith('providers.a.tokenizer.ratio: must be a number from 1 to 4')), problems.join('\n'));
   t.ok(problems.some((line) => line.startsWith('providers.b.tokenizer.digits: unknown key')), problems.join('\n'));
 });
+
+t.test('cache: off by default, every setting validated, tiers merged over the defaults', async (t) => {
+  const defaults = build({});
+  t.equal(defaults.cache.enabled, false, 'off by default');
+  t.same(defaults.cache.exact.models, ['*']);
+  t.same(defaults.cache.semantic.models, []);
+  t.equal(defaults.cache.semantic.threshold, 0.95);
+  t.equal(defaults.cache.semantic.dimensions, 256);
+  t.equal(defaults.cache.ttlMs, 3_600_000);
+  t.equal(defaults.cache.maxBytes, 256 * 1024 * 1024);
+  const example = loadConfig({ file: join(PACKAGE_ROOT, 'gateway.example.yaml'), env: {} });
+  t.same(example.cache, defaults.cache, 'gateway.example.yaml states the defaults');
+
+  const config = build({ cache: { enabled: true, scope: 'key', ttl: '10m', max_entries: 5, hit_price: 0.25, semantic: { models: 'openai/*, *mini*', threshold: '0.9' } } });
+  t.equal(config.cache.scope, 'key');
+  t.equal(config.cache.ttlMs, 600_000);
+  t.equal(config.cache.hitPrice, 0.25);
+  t.same(config.cache.semantic.models, ['openai/*', '*mini*'], 'a comma-separated string (what ${VAR} gives)');
+  t.equal(config.cache.semantic.threshold, 0.9);
+  t.equal(config.cache.semantic.embeddingModel, 'openai/text-embedding-3-small', 'the tier merged over its defaults');
+  t.same(config.cache.exact.models, ['*']);
+
+  t.match(problemsOf({ cache: { scope: 'global' } }), [/^cache\.scope: must be one of: account, key$/]);
+  t.match(problemsOf({ cache: { hit_price: 2 } }), [/^cache\.hit_price: must be a number from 0 to 1$/]);
+  t.match(problemsOf({ cache: { semantic: { threshold: 0.2 } } }), [/^cache\.semantic\.threshold: must be a number from 0\.5 to 1$/]);
+  t.match(problemsOf({ cache: { exact: { models: [3] } } }), [/^cache\.exact\.models: must be a list of model ids/]);
+  t.match(problemsOf({ cache: { ttl: 'forever' } }), [/^cache\.ttl: must be a duration/]);
+  t.match(problemsOf({ cache: { semantic: { vectors: 3 } } }), [/^cache\.semantic\.vectors: unknown key/]);
+  t.match(problemsOf({ cache: { max_entries: 0 } }), [/^cache\.max_entries: must be an integer from 1/]);
+});

@@ -44,11 +44,11 @@ t.beforeEach(() => sim.reset());
 const chatCalls = (): number => sim.requests.filter((r) => !r.path.includes('embeddings')).length;
 const embeddingCalls = (): number => sim.requests.filter((r) => r.path.includes('embeddings')).length;
 
-function openai(funded: FundedKey, target: TestGateway = gw): OpenAI {
+function openai(funded: FundedKey, target: { url: string } = gw): OpenAI {
   return new OpenAI({ apiKey: funded.key, baseURL: `${target.url}/v1`, maxRetries: 0 });
 }
 
-function anthropic(funded: FundedKey, target: TestGateway = gw): Anthropic {
+function anthropic(funded: FundedKey, target: { url: string } = gw): Anthropic {
   return new Anthropic({ apiKey: funded.key, baseURL: target.url, maxRetries: 0 });
 }
 
@@ -490,4 +490,11 @@ t.test('with Redis, the exact tier is shared by the daemons', { skip: redisSkipR
   const after = await openai(funded, b).chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: question }] }).withResponse();
   t.equal(after.response.headers.get('x-gateway-cache'), 'miss', 'a corrupted Redis entry is a miss');
   await redis.del(...(await redis.keys(`${prefix}cache:*`)));
+});
+
+t.test('the semantic tier needs a catalog embedding model: otherwise the daemon does not start', async (t) => {
+  await t.rejects(
+    startTestGateway({ providers: simulatedProviders(sim.url), cache: cacheConfig({ semantic: { models: ['*'], embedding_model: 'openai/gpt-4o' } }) }),
+    /cache\.semantic\.embedding_model: 'openai\/gpt-4o' is not an embedding model of the catalog/,
+  );
 });

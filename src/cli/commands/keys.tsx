@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { SecretReveal, Success, Table } from '../ui/components.js';
 import { emit, inr, when } from '../render.js';
 import type { Io } from '../io.js';
@@ -14,6 +14,8 @@ interface KeyFlags extends ClientFlags {
   rateLimit?: number;
   budget?: number;
   expiresAt?: string;
+  /** create: --no-cache sets false; update: --cache on|off. */
+  cache?: boolean | string;
 }
 
 type Kind = 'api' | 'management';
@@ -26,6 +28,8 @@ function keyBody(kind: Kind, flags: KeyFlags): Record<string, unknown> {
   if (kind === 'api') {
     if (flags.rateLimit !== undefined) body.rate_limit = flags.rateLimit;
     if (flags.budget !== undefined) body.budget = flags.budget;
+    if (flags.cache === false || flags.cache === 'off') body.cache = false;
+    else if (flags.cache === 'on') body.cache = true;
   }
   return body;
 }
@@ -38,6 +42,7 @@ function keyEntries(key: KeyView): [string, string][] {
   ];
   if (key.object === 'api_key') {
     entries.push(['rate limit', `${key.rate_limit} requests/minute`], ['budget', budgetText(key.budget)], ['spent', inr(key.spent)]);
+    if (key.cache !== undefined) entries.push(['response cache', key.cache ? 'on' : 'off (opted out)']);
   }
   entries.push(['expires', when(key.expires_at, 'never')], ['status', key.status]);
   return entries;
@@ -85,7 +90,8 @@ export function registerKeyCommands(program: Command, io: Io, kind: Kind): void 
   if (kind === 'api') {
     create
       .option('--rate-limit <rpm>', 'requests per minute, 1-10000 (default 10000)', intArg(1, 10_000))
-      .option('--budget <inr>', 'spending limit in INR (0 = unlimited)', inrArg);
+      .option('--budget <inr>', 'spending limit in INR (0 = unlimited)', inrArg)
+      .option('--no-cache', 'the response cache neither serves nor stores this key\'s calls');
   }
   create.action(async (flags: KeyFlags) => {
     const key = await managementClient(flags, io).post<KeyView>(accountPath(flags.email), keyBody(kind, flags));
@@ -106,6 +112,7 @@ export function registerKeyCommands(program: Command, io: Io, kind: Kind): void 
       .option('--rate-limit <rpm>', 'requests per minute, 1-10000', intArg(1, 10_000))
       .option('--budget <inr>', 'spending limit in INR (0 = unlimited)', inrArg)
       .option('--expires-at <when>', 'ISO 8601 date-time, YYYY-MM-DD, or "never"', dateArg)
+      .addOption(new Option('--cache <on|off>', 'whether the response cache serves and stores this key\'s calls').choices(['on', 'off']))
       .action(async (id: string, flags: KeyFlags) => {
         const key = await managementClient(flags, io).patch<KeyView>(`/api/management/${SEGMENT[kind]}/${encodeURIComponent(id)}`, keyBody(kind, flags));
         emit(io, flags.json, key, () => (

@@ -19,6 +19,8 @@ export interface KeyView {
   /** INR; 0 means unlimited. */
   budget?: number;
   spent?: number;
+  /** Whether the response cache serves and stores its calls. */
+  cache?: boolean;
   status: string;
   expires_at: string | null;
   created_at: string;

@@ -23,9 +23,12 @@ function cacheTokens(u: UsageView): { read: number; write: number } {
   return { read: u.cache_read_tokens ?? 0, write: u.cache_write_tokens ?? 0 };
 }
 
-/** "read/written" prompt-cache tokens, for the calls that used a prompt cache. */
+/**
+ * "read/written" tokens of the provider's prompt cache (Anthropic's cache_control), for the calls
+ * that used one; not the gateway's response cache.
+ */
 export const CACHE_COLUMN: Column<UsageView> = {
-  title: 'CACHE R/W',
+  title: 'PROMPT CACHE R/W',
   value: (u) => {
     const { read, write } = cacheTokens(u);
     return read > 0 || write > 0 ? `${read}/${write}` : '';
@@ -33,7 +36,7 @@ export const CACHE_COLUMN: Column<UsageView> = {
   align: 'right',
 };
 
-/** The usage table's columns: CACHE R/W (after IN) only when some row read or wrote a prompt cache. */
+/** The usage table's columns: PROMPT CACHE R/W (after IN) only when some row read or wrote a prompt cache. */
 export function usageColumns(rows: readonly UsageView[]): Column<UsageView>[] {
   if (!rows.some((u) => cacheTokens(u).read > 0 || cacheTokens(u).write > 0)) return USAGE_COLUMNS;
   const at = USAGE_COLUMNS.findIndex((column) => column.title === 'IN') + 1;
@@ -83,7 +86,7 @@ export function UsageTail({ rows, totals, url }: { rows: UsageView[]; totals: Us
         <Text bold>{totals.calls}</Text> calls ({totals.failed} failed) · <Text bold>{totals.inputTokens}</Text> in
         {totals.cacheReadTokens > 0 || totals.cacheWriteTokens > 0 ? (
           <>
-            {' '}(<Text bold>{totals.cacheReadTokens}</Text> cache read, <Text bold>{totals.cacheWriteTokens}</Text> cache write)
+            {' '}(prompt cache: <Text bold>{totals.cacheReadTokens}</Text> read, <Text bold>{totals.cacheWriteTokens}</Text> written)
           </>
         ) : null}{' '}
         · <Text bold>{totals.outputTokens}</Text> out ·{' '}

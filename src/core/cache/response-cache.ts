@@ -64,6 +64,8 @@ export class ResponseCache {
   /** Highest entry id the vector index has seen from the file (entries other daemons add). */
   private seenId = 0;
   private readonly ownIds = new Set<number>();
+  /** Per catalog model: which tiers apply (the patterns matched once). */
+  private readonly tiers = new Map<string, { exact: boolean; semantic: boolean }>();
   private closed = false;
 
   constructor(
@@ -88,8 +90,12 @@ export class ResponseCache {
 
   /** The tiers enabled for a model; undefined when neither is (the cache does not apply). */
   plan(draft: ChatDraft, model: ModelConfig, ctx: CallContext, noCache: boolean): CachePlan | undefined {
-    const exact = matches(this.config.exact.models, model.id);
-    const semantic = this.vectors !== undefined && matches(this.config.semantic.models, model.id);
+    let tiers = this.tiers.get(model.id);
+    if (!tiers) {
+      tiers = { exact: matches(this.config.exact.models, model.id), semantic: this.vectors !== undefined && matches(this.config.semantic.models, model.id) };
+      this.tiers.set(model.id, tiers);
+    }
+    const { exact, semantic } = tiers;
     if (!exact && !semantic) return undefined;
     const scope = this.config.scope === 'key' ? `key:${ctx.apiKeyId}` : `account:${ctx.accountId}`;
     const keys = cacheKeys(draft, model.id, scope);

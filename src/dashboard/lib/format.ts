@@ -80,15 +80,16 @@ export function formatQuantity(row: Pick<UsageRow, 'unit' | 'units' | 'input_tok
 }
 
 /**
- * What a token call read from and wrote to a provider's prompt cache (both are part of its
- * input): "cache: 6,502 read · 1,200 written"; null when it used none (or is not a token call).
+ * What a token call read from and wrote to the provider's prompt cache (Anthropic's
+ * cache_control; both are part of its input, and not the gateway's response cache):
+ * "prompt cache: 6,502 read · 1,200 written"; null when it used none (or is not a token call).
  */
 export function formatCacheTokens(row: Pick<UsageRow, 'unit' | 'cache_read_tokens' | 'cache_write_tokens'>): string | null {
   if ((row.unit ?? 'tokens') !== 'tokens') return null;
   const parts: string[] = [];
   if (row.cache_read_tokens > 0) parts.push(`${formatCount(row.cache_read_tokens)} read`);
   if (row.cache_write_tokens > 0) parts.push(`${formatCount(row.cache_write_tokens)} written`);
-  return parts.length > 0 ? `cache: ${parts.join(' · ')}` : null;
+  return parts.length > 0 ? `prompt cache: ${parts.join(' · ')}` : null;
 }
 
 /** "chat.completions" → "Chat completions" (table cells and filters). */

@@ -272,7 +272,7 @@ export function UsageTable({ rows, now, showAccount, onDetail, busy }: { rows: U
   );
 }
 
-/** Under a call's tokens: what it read from and wrote to the provider's prompt cache, if anything. */
+/** Under a call's tokens: what it read from and wrote to the provider's prompt cache (not the response cache), if anything. */
 function CacheNote({ row }: { row: UsageRow }) {
   const text = formatCacheTokens(row);
   return text ? <span className="muted block cache-tokens">{text}</span> : null;
@@ -292,8 +292,8 @@ function CallDetail({ row, onClose }: { row: UsageRow; onClose: () => void }) {
   ];
   if ((row.unit ?? 'tokens') === 'tokens') {
     items.push(['Input tokens', formatCount(row.input_tokens)], ['Output tokens', formatCount(row.output_tokens)]);
-    if (row.cache_read_tokens) items.push(['Cache read tokens', formatCount(row.cache_read_tokens)]);
-    if (row.cache_write_tokens) items.push(['Cache write tokens', formatCount(row.cache_write_tokens)]);
+    if (row.cache_read_tokens) items.push(['Prompt cache read tokens', formatCount(row.cache_read_tokens)]);
+    if (row.cache_write_tokens) items.push(['Prompt cache write tokens', formatCount(row.cache_write_tokens)]);
   } else {
     items.push(['Billed', formatQuantity(row)]);
   }
