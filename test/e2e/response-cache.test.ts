@@ -498,3 +498,15 @@ t.test('the semantic tier needs a catalog embedding model: otherwise the daemon 
     /cache\.semantic\.embedding_model: 'openai\/gpt-4o' is not an embedding model of the catalog/,
   );
 });
+
+t.test('scope: key keeps each key\'s entries to itself', async (t) => {
+  const keyed = await startTestGateway({ providers: simulatedProviders(sim.url), cache: cacheConfig({ scope: 'key', semantic: { models: [] } }) });
+  t.teardown(() => keyed.stop());
+  const funded = await fundedKey(keyed, { balance: 10 });
+  const second = await keyed.http('POST', `/api/management/accounts/${funded.accountId}/api-keys`, { token: keyed.adminKey, body: { name: 'second' } });
+  const other: FundedKey = { ...funded, key: second.body.api_key, keyId: second.body.id };
+  const ask = (who: FundedKey) => openai(who, keyed).chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'scoped question' }] }).withResponse();
+  await ask(funded);
+  await until('stored', async () => (await ask(funded)).response.headers.get('x-gateway-cache') === 'exact');
+  t.equal((await ask(other)).response.headers.get('x-gateway-cache'), 'miss', 'another key of the same account misses');
+});
