@@ -243,17 +243,21 @@ t.test('simulator: Anthropic prompt caching', async (t) => {
       system: [1, 2, 3, 4, 5].map((n) => ({ type: 'text' as const, text: `Rule ${n}.`, cache_control: control })),
       messages: [{ role: 'user', content: 'hi' }],
     });
-    await t.rejects(five, { status: 400, error: { error: { type: 'invalid_request_error', message: 'A maximum of 4 blocks with cache_control may be provided. Found 5.' } } });
+    t.match(await five.catch((error: unknown) => error), { status: 400, error: { error: { type: 'invalid_request_error', message: 'A maximum of 4 blocks with cache_control may be provided. Found 5.' } } }, 'five breakpoints');
     const order = claude.messages.create({
       model: MODEL,
       max_tokens: 10,
       system: [{ type: 'text', text: 'Rules.', cache_control: control }],
       messages: [{ role: 'user', content: [{ type: 'text', text: 'hi', cache_control: { type: 'ephemeral', ttl: '1h' } }] }],
     });
-    await t.rejects(order, {
-      status: 400,
-      error: { error: { message: "messages.0.content.0.cache_control.ttl: a ttl='1h' cache_control block must not come after a ttl='5m' cache_control block. Note that blocks are processed in the following order: `tools`, `system`, `messages`." } },
-    });
+    t.match(
+      await order.catch((error: unknown) => error),
+      {
+        status: 400,
+        error: { error: { type: 'invalid_request_error', message: "messages.0.content.0.cache_control.ttl: a ttl='1h' cache_control block must not come after a ttl='5m' cache_control block. Note that blocks are processed in the following order: `tools`, `system`, `messages`." } },
+      },
+      'a 1-hour breakpoint after a 5-minute one',
+    );
   });
 });
 
@@ -435,7 +439,7 @@ t.test('usage views: management API, CLI list and tail, dashboard', async (t) =>
     t.match(rows.find((r) => r.model === MINI), { cache_write_tokens: 0, cache_read_tokens: 0 });
   });
 
-  await t.test('gateway usage list: --json has the fields; the table a CACHE R/W column when some call used a cache', async (t) => {
+  await t.test('gateway usage list: --json has the fields; the table a PROMPT CACHE R/W column when some call used a cache', async (t) => {
     const json = await runCli(['usage', 'list', '--json', '--account', funded.accountId, '--url', gw.url, '--key', gw.adminKey]);
     t.equal(json.code, 0, json.stderr);
     const listed = (JSON.parse(json.stdout) as { data: Array<Record<string, unknown>> }).data;
@@ -443,7 +447,7 @@ t.test('usage views: management API, CLI list and tail, dashboard', async (t) =>
 
     const table = await runCli(['usage', 'list', '--account', funded.accountId, '--url', gw.url, '--key', gw.adminKey]);
     t.equal(table.code, 0, table.stderr);
-    t.match(table.stdout, /TIME\s+ACCOUNT\s+KEY\s+MODEL\s+IN\s+CACHE R\/W\s+OUT\s+COST\s+LATENCY\s+STATUS/, 'the header');
+    t.match(table.stdout, /TIME\s+ACCOUNT\s+KEY\s+MODEL\s+IN\s+PROMPT CACHE R\/W\s+OUT\s+COST\s+LATENCY\s+STATUS/, 'the header');
     const line = (model: string, input: number, cache: string, output: number) => new RegExp(`cache app\\s+${model.replace('/', '\\/')}\\s+${input}\\s+${cache}\\s+${output}\\s+₹`);
     t.match(table.stdout, line(SONNET, promptOf(wrote), `0/${wrote.cache_creation_input_tokens}`, wrote.output_tokens), 'the write');
     t.match(table.stdout, line(SONNET, promptOf(both), `${both.cache_read_input_tokens}/${both.cache_creation_input_tokens}`, both.output_tokens), 'read and write');
@@ -451,7 +455,7 @@ t.test('usage views: management API, CLI list and tail, dashboard', async (t) =>
 
     const plain = await runCli(['usage', 'list', '--model', MINI, '--account', funded.accountId, '--url', gw.url, '--key', gw.adminKey]);
     t.match(plain.stdout, /MODEL\s+IN\s+OUT\s+COST/, 'no call used a cache: no column');
-    t.notMatch(plain.stdout, /CACHE/);
+    t.notMatch(plain.stdout, /PROMPT CACHE/);
   });
 
   await t.test('gateway usage tail: the cache tokens of each call as it settles', async (t) => {
@@ -469,16 +473,16 @@ t.test('usage views: management API, CLI list and tail, dashboard', async (t) =>
       t.equal(await exited, 0, 'the tail exits after --count calls');
       if (json) t.match(JSON.parse(out.trim()), { model: SONNET, cache_read_tokens: read.cache_read_input_tokens, cache_write_tokens: 0 }, '--json: the fields');
       else {
-        t.match(out, /IN\s+CACHE R\/W\s+OUT/, 'the table has the column');
+        t.match(out, /IN\s+PROMPT CACHE R\/W\s+OUT/, 'the table has the column');
         t.match(out, new RegExp(`${promptOf(read)}\\s+${read.cache_read_input_tokens}/0\\s+${read.output_tokens}\\s+₹`), 'and the read');
       }
     }
   });
 
   await t.test('dashboard: the usage table notes what a call read from and wrote to the cache', async (t) => {
-    t.equal(formatCacheTokens({ unit: 'tokens', cache_read_tokens: 6502, cache_write_tokens: 0 }), 'cache: 6,502 read');
-    t.equal(formatCacheTokens({ unit: 'tokens', cache_read_tokens: 6502, cache_write_tokens: 123456 }), 'cache: 6,502 read · 1,23,456 written');
-    t.equal(formatCacheTokens({ unit: 'tokens', cache_read_tokens: 0, cache_write_tokens: 7 }), 'cache: 7 written');
+    t.equal(formatCacheTokens({ unit: 'tokens', cache_read_tokens: 6502, cache_write_tokens: 0 }), 'prompt cache: 6,502 read');
+    t.equal(formatCacheTokens({ unit: 'tokens', cache_read_tokens: 6502, cache_write_tokens: 123456 }), 'prompt cache: 6,502 read · 1,23,456 written');
+    t.equal(formatCacheTokens({ unit: 'tokens', cache_read_tokens: 0, cache_write_tokens: 7 }), 'prompt cache: 7 written');
     t.equal(formatCacheTokens({ unit: 'tokens', cache_read_tokens: 0, cache_write_tokens: 0 }), null, 'nothing cached: no note');
     t.equal(formatCacheTokens({ unit: 'characters', cache_read_tokens: 0, cache_write_tokens: 0 }), null);
   });

@@ -46,7 +46,8 @@ export interface Scenario {
   finish?: CanonicalFinish;
   /**
    * Default: the prompt's and the answer's tokens as the upstream's own tokenizer would count
-   * them, modelled on cl100k (tokens.ts).
+   * them, modelled on cl100k (tokens.ts); for Anthropic with `cache_control` breakpoints, the
+   * prompt cache's reads and writes too (anthropic-cache.ts). A scripted usage is reported as given.
    * 'omit': OpenAI has no usage (and no usage chunk), Gemini no usageMetadata; Anthropic always
    * reports usage, so it gets zeros. Media answers drop their usage field too (embeddings,
    * transcriptions, gpt-image-1, speech SSE, Gemini images).

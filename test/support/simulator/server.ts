@@ -13,7 +13,8 @@ export type { Family, RecordedRequest, Scenario, SimToolCall, SimUsage } from '.
 
 /**
  * A real HTTP server that speaks the OpenAI Chat Completions, Anthropic Messages and Gemini
- * generateContent wire formats, driven by scripted scenarios (see scenario.ts); and the media
+ * generateContent wire formats, driven by scripted scenarios (see scenario.ts), Anthropic's
+ * prompt caching included (anthropic-cache.ts; `promptCache.advance(ms)` to expire entries); and the media
  * endpoints of OpenAI (also under Groq's /openai/v1), Gemini and Deepgram (openai-media.ts,
  * gemini-media.ts, deepgram.ts).
  */
