@@ -145,6 +145,7 @@ export function presentCatalogModel(model: ModelConfig) {
       output_per_1m: price(p.outputPer1M),
       cache_read_per_1m: price(p.cacheReadPer1M),
       cache_write_per_1m: price(p.cacheWritePer1M),
+      cache_write_1h_per_1m: price(p.cacheWrite1hPer1M),
       input_per_1m_chars: price(p.inputPer1MChars),
       per_minute: price(p.perMinute),
       per_image: price(p.perImage),

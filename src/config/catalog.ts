@@ -29,6 +29,7 @@ const MODEL_KEYS = [
   'output_cost_per_1m',
   'cache_read_cost_per_1m',
   'cache_write_cost_per_1m',
+  'cache_write_1h_cost_per_1m',
   'input_cost_per_1m_chars',
   'cost_per_minute',
   'cost_per_image',
@@ -154,6 +155,7 @@ export function parseModel(entry: SourcedEntry, providerTypes: ReadonlyMap<strin
   const optionalPrices: [Exclude<keyof ModelPricing, 'imagePrices'>, string][] = [
     ['cacheReadPer1M', 'cache_read_cost_per_1m'],
     ['cacheWritePer1M', 'cache_write_cost_per_1m'],
+    ['cacheWrite1hPer1M', 'cache_write_1h_cost_per_1m'],
     ['inputPer1MChars', 'input_cost_per_1m_chars'],
     ['perMinute', 'cost_per_minute'],
     ['perImage', 'cost_per_image'],

@@ -52,6 +52,8 @@ export interface ModelPricing {
   outputPer1M: number;
   cacheReadPer1M?: number;
   cacheWritePer1M?: number;
+  /** Anthropic's 1-hour cache writes (2x input); absent: the cache-write price. */
+  cacheWrite1hPer1M?: number;
   /** speech: per 1M input characters. */
   inputPer1MChars?: number;
   /** transcription: per minute of audio, µINR. */

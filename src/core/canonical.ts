@@ -116,6 +116,8 @@ export interface Usage {
   outputTokens: number;
   cacheReadTokens: number;
   cacheWriteTokens: number;
+  /** Of cacheWriteTokens, those written for an hour (Anthropic's `ttl: "1h"`, billed at the 1-hour write price). */
+  cacheWrite1hTokens?: number;
   /** Part of outputTokens. */
   reasoningTokens: number;
 }

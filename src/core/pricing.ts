@@ -13,11 +13,13 @@ function ceilDiv(numerator: bigint, denominator: bigint): number {
 }
 
 /** The price a prompt token is billed at when it is a plain, cached-read or cache-write token. */
-function promptPrices(pricing: ModelPricing): { plain: bigint; cacheRead: bigint; cacheWrite: bigint } {
+function promptPrices(pricing: ModelPricing): { plain: bigint; cacheRead: bigint; cacheWrite: bigint; cacheWrite1h: bigint } {
+  const cacheWrite = pricing.cacheWritePer1M ?? pricing.inputPer1M;
   return {
     plain: BigInt(pricing.inputPer1M),
     cacheRead: BigInt(pricing.cacheReadPer1M ?? pricing.inputPer1M),
-    cacheWrite: BigInt(pricing.cacheWritePer1M ?? pricing.inputPer1M),
+    cacheWrite: BigInt(cacheWrite),
+    cacheWrite1h: BigInt(pricing.cacheWrite1hPer1M ?? cacheWrite),
   };
 }
 
@@ -25,22 +27,27 @@ export function costMicros(pricing: ModelPricing, usage: Usage): number {
   const prices = promptPrices(pricing);
   const cached = usage.cacheReadTokens + usage.cacheWriteTokens;
   const plain = Math.max(0, usage.inputTokens - cached);
+  const oneHour = Math.min(usage.cacheWrite1hTokens ?? 0, usage.cacheWriteTokens);
   const total =
     BigInt(plain) * prices.plain +
     BigInt(usage.cacheReadTokens) * prices.cacheRead +
-    BigInt(usage.cacheWriteTokens) * prices.cacheWrite +
+    BigInt(usage.cacheWriteTokens - oneHour) * prices.cacheWrite +
+    BigInt(oneHour) * prices.cacheWrite1h +
     BigInt(usage.outputTokens) * BigInt(pricing.outputPer1M);
   return ceilDiv(total, MILLION);
 }
 
 /**
- * The dearest price a prompt token can be billed at: the cache-write price (Anthropic's 1.25x)
- * only when the call can write a cache; otherwise plain input (cache reads are cheaper).
+ * The dearest price a prompt token can be billed at: the dearer cache-write price (Anthropic's
+ * 1-hour 2x, else the 5-minute 1.25x) only when the call can write a cache; otherwise plain
+ * input (cache reads are cheaper).
  */
 function worstPromptPer1M(pricing: ModelPricing, cacheWrites: boolean): bigint {
   const prices = promptPrices(pricing);
   const plain = prices.plain > prices.cacheRead ? prices.plain : prices.cacheRead;
-  return cacheWrites && prices.cacheWrite > plain ? prices.cacheWrite : plain;
+  if (!cacheWrites) return plain;
+  const write = prices.cacheWrite1h > prices.cacheWrite ? prices.cacheWrite1h : prices.cacheWrite;
+  return write > plain ? write : plain;
 }
 
 /**

@@ -47,6 +47,7 @@ t.test('the model catalog: OpenAI shape on /v1/models, prices on /api/models', a
       output_per_1m: 50.4,
       cache_read_per_1m: 6.3,
       cache_write_per_1m: null,
+      cache_write_1h_per_1m: null,
       input_per_1m_chars: null,
       per_minute: null,
       per_image: null,

@@ -405,7 +405,17 @@ t.test('1-hour cache writes', async (t) => {
     row(response.headers.get('x-request-id'))?.costMicros,
     ceilMillion(BigInt(u.input_tokens) * PRICE.sonnet.input + BigInt(u.cache_creation_input_tokens) * oneHourWrite + BigInt(u.output_tokens) * PRICE.sonnet.output),
     'billed at the 1-hour write price (2x input)',
-    { todo: 'the catalog has one cache-write price (the 5-minute one, 1.25x input) and canonical Usage no TTL split: 1-hour writes are billed at the 5-minute price' },
+  );
+  // The same through a stream (message_start carries the split), and in a mix of 5-minute and 1-hour writes.
+  const stream = client.messages.stream({ model: SONNET, max_tokens: 50, system: [{ type: 'text', text: `${LONG} (again)`, cache_control: { type: 'ephemeral', ttl: '1h' } }], messages: [{ role: 'user', content: 'Clause 2?' }] });
+  const final = await stream.finalMessage();
+  t.ok(final.usage.cache_creation_input_tokens && final.usage.cache_creation_input_tokens > 0, 'a write');
+  const s = upstream();
+  const streamedId = (await stream.withResponse()).response.headers.get('x-request-id');
+  t.equal(
+    row(streamedId)?.costMicros,
+    ceilMillion(BigInt(s.input_tokens) * PRICE.sonnet.input + BigInt(s.cache_creation_input_tokens) * oneHourWrite + BigInt(s.output_tokens) * PRICE.sonnet.output),
+    'stream: billed at the 1-hour write price',
   );
 });
 

@@ -59,11 +59,13 @@ export function decodeAnswer(text: string): CachedAnswer | undefined {
   if (typeof u !== 'object' || u === null) return undefined;
   const { inputTokens, outputTokens, cacheReadTokens, cacheWriteTokens, reasoningTokens } = u;
   if (!isCount(inputTokens) || !isCount(outputTokens) || !isCount(cacheReadTokens) || !isCount(cacheWriteTokens) || !isCount(reasoningTokens)) return undefined;
+  const usage: Usage = { inputTokens, outputTokens, cacheReadTokens, cacheWriteTokens, reasoningTokens };
+  if (isCount(u.cacheWrite1hTokens)) usage.cacheWrite1hTokens = u.cacheWrite1hTokens;
   const answer: CachedAnswer = {
     text: entry.text,
     toolCalls,
     finishReason: entry.finishReason as FinishReason,
-    usage: { inputTokens, outputTokens, cacheReadTokens, cacheWriteTokens, reasoningTokens },
+    usage,
     createdAt: entry.createdAt,
   };
   if (typeof entry.stopSequence === 'string') answer.stopSequence = entry.stopSequence;

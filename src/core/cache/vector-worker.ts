@@ -186,8 +186,7 @@ class HnswPartition implements Partition {
   }
 
   add(id: number, vector: Float32Array): void {
-    const old = this.labels.get(id);
-    if (old !== undefined) this.remove(id);
+    if (this.labels.has(id)) this.remove(id);
     // Slots used so far, deleted ones included; a deleted one is reused before the index grows.
     const used = this.index.getCurrentCount();
     if (used === this.labels.size && used >= this.index.getMaxElements()) this.index.resizeIndex(used * 2);
@@ -310,7 +309,8 @@ export class VectorStore {
 
   search(partitionKey: string, query: Float32Array, minSimilarity: number): VectorMatch | undefined {
     const partition = this.partitions.get(partitionKey);
-    if (partition === undefined || partition.dim !== query.length) return undefined;
+    // NaN compares false with everything, so it would let any entry through.
+    if (partition === undefined || partition.dim !== query.length || Number.isNaN(minSimilarity)) return undefined;
     return partition.search(normalize(query), minSimilarity);
   }
 
@@ -367,7 +367,7 @@ async function load(store: VectorStore, databasePath: string, touched: Set<numbe
     let page: Database.Statement<[number, number], LoadRow>;
     try {
       page = db.prepare<[number, number], LoadRow>(
-        'SELECT id, partition, vector FROM cache_entries WHERE vector IS NOT NULL AND expires_at > ? AND id > ? ORDER BY id LIMIT ' + LOAD_PAGE_ROWS,
+        'SELECT id, partition, vector FROM cache_entries WHERE vector IS NOT NULL AND partition IS NOT NULL AND expires_at > ? AND id > ? ORDER BY id LIMIT ' + LOAD_PAGE_ROWS,
       );
     } catch (error) {
       log('debug', 'vector index: no cache table to load from; starting empty', { path: databasePath, err: errorText(error) });

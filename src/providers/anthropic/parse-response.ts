@@ -52,11 +52,18 @@ export function mapAnthropicStopReason(reason: string | undefined, hasToolCalls:
 export function mapAnthropicUsage(usage: JsonRecord): Usage {
   const cacheRead = asNumber(usage.cache_read_input_tokens);
   const cacheWrite = asNumber(usage.cache_creation_input_tokens);
-  return {
+  const mapped: Usage = {
     inputTokens: asNumber(usage.input_tokens) + cacheRead + cacheWrite,
     outputTokens: asNumber(usage.output_tokens),
     cacheReadTokens: cacheRead,
     cacheWriteTokens: cacheWrite,
     reasoningTokens: 0,
   };
+  // The split of writes by lifetime (`cache_creation`): 1-hour writes cost more.
+  const split = usage.cache_creation;
+  if (typeof split === 'object' && split !== null && !Array.isArray(split)) {
+    const oneHour = Math.min(cacheWrite, asNumber((split as JsonRecord).ephemeral_1h_input_tokens));
+    if (oneHour > 0) mapped.cacheWrite1hTokens = oneHour;
+  }
+  return mapped;
 }

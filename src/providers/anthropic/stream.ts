@@ -80,6 +80,7 @@ export function createAnthropicStreamDecoder(provider: string, request: ChatRequ
             if (merged.input_tokens === undefined || merged.input_tokens === null) merged.input_tokens = base.inputTokens - base.cacheReadTokens - base.cacheWriteTokens;
             if (merged.cache_read_input_tokens === undefined || merged.cache_read_input_tokens === null) merged.cache_read_input_tokens = base.cacheReadTokens;
             if (merged.cache_creation_input_tokens === undefined || merged.cache_creation_input_tokens === null) merged.cache_creation_input_tokens = base.cacheWriteTokens;
+            if ((merged.cache_creation === undefined || merged.cache_creation === null) && base.cacheWrite1hTokens) merged.cache_creation = { ephemeral_1h_input_tokens: base.cacheWrite1hTokens };
             usage = mapAnthropicUsage(merged);
           }
           return [];
