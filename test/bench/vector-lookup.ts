@@ -6,7 +6,7 @@ import { DEFAULT_TUNING, VectorIndex } from '../../src/core/cache/vector-index.j
  * The semantic cache's vector lookup, through the worker (src/core/cache/vector-index.ts):
  *
  *   node --import tsx test/bench/vector-lookup.ts [--sizes 10000,100000] [--dim 256]
- *     [--queries 1000] [--ef-construction N]
+ *     [--queries 1000] [--m 16] [--ef 128] [--ef-construction 100]
  *
  * For each size, one partition of N random unit vectors (plus a few small partitions beside
  * it), then `--queries` sequential searches, each a near-duplicate of a stored vector (cosine
@@ -24,16 +24,25 @@ const { values: args } = parseArgs({
     sizes: { type: 'string', default: '10000,100000' },
     dim: { type: 'string', default: '256' },
     queries: { type: 'string', default: '1000' },
-    'ef-construction': { type: 'string' },
+    m: { type: 'string' },
+    ef: { type: 'string' },
+    'ef-construction': { type: 'string', default: '100' },
   },
 });
 
 const sizes = args.sizes.split(',').map((size) => Number(size));
 const dim = Number(args.dim);
 const queries = Number(args.queries);
-const efConstruction = args['ef-construction'] === undefined ? DEFAULT_TUNING.efConstruction : Number(args['ef-construction']);
-if (sizes.some((size) => !Number.isInteger(size) || size < 1) || !Number.isInteger(dim) || dim < 1 || !Number.isInteger(queries) || queries < 1) {
-  throw new Error('--sizes, --dim and --queries take positive integers');
+// The gateway's tuning, except efConstruction: building 100k random vectors with the gateway's
+// 200 takes over two minutes on two cores, so the benchmark builds with 100 unless told.
+const tuning = {
+  m: args.m === undefined ? DEFAULT_TUNING.m : Number(args.m),
+  ef: args.ef === undefined ? DEFAULT_TUNING.ef : Number(args.ef),
+  efConstruction: Number(args['ef-construction']),
+};
+const positive = [...sizes, dim, queries, tuning.m, tuning.ef, tuning.efConstruction];
+if (positive.some((value) => !Number.isInteger(value) || value < 1)) {
+  throw new Error('--sizes, --dim, --queries, --m, --ef and --ef-construction take positive integers');
 }
 
 /** A random unit vector (uniform on the sphere: normal coordinates, scaled). */
@@ -96,7 +105,7 @@ interface SizeResult {
 }
 
 async function measure(entries: number): Promise<SizeResult> {
-  const index = VectorIndex.open({ logger: pino({ level: 'warn' }), tuning: { efConstruction } });
+  const index = VectorIndex.open({ logger: pino({ level: 'warn' }), tuning });
   try {
     const data = new Float32Array(entries * dim);
     for (let slot = 0; slot < entries; slot++) randomUnit(data.subarray(slot * dim, (slot + 1) * dim));
@@ -165,7 +174,7 @@ for (const entries of sizes) {
   const result = await measure(entries);
   results.push(result);
   console.log(
-    `vector lookup, ${entries} × ${dim}d (M ${DEFAULT_TUNING.m}, efConstruction ${efConstruction}, ef ${DEFAULT_TUNING.ef}): ` +
+    `vector lookup, ${entries} × ${dim}d (M ${tuning.m}, efConstruction ${tuning.efConstruction}, ef ${tuning.ef}): ` +
       `search p50 ${result.p50} ms, p99 ${result.p99} ms (miss p50 ${result.missP50} ms), recall@1 ${(result.recall * 100).toFixed(0)}%, ` +
       `insert ${result.insertPerSec}/s; JS scan p50 ${result.bruteP50} ms, p99 ${result.bruteP99} ms`,
   );

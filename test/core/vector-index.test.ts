@@ -114,6 +114,7 @@ for (const [mode, tuning] of MODES) {
       t.equal(await index.search('p', query, cosine + 0.001), undefined, `not against a threshold just above ${cosine}`);
     }
     t.equal((await index.search('p', base, 1 - 1e-5))?.id, 7, 'the vector itself: similarity 1');
+    t.equal(await index.search('p', base, NaN), undefined, 'a NaN threshold lets nothing through');
     t.equal((await index.search('p', base.map((x) => x * 3), 0.999))?.id, 7, 'a query that is not unit length is compared by angle');
   });
 
