@@ -8,7 +8,7 @@ import { cpuMicros } from './procs.js';
  * counted from the scheduled send time, so queueing anywhere shows up in it).
  */
 
-export type WorkloadId = 'chat' | 'stream' | 'messages' | 'embeddings' | 'speech' | 'embeddings-float';
+export type WorkloadId = 'chat' | 'stream' | 'messages' | 'embeddings' | 'speech' | 'cache-hit' | 'cache-miss' | 'embeddings-float';
 
 export interface Workload {
   label: string;
@@ -22,6 +22,13 @@ export interface Workload {
   media?: boolean;
   /** Left out of a full run; runs when named in --only. */
   optIn?: boolean;
+  /**
+   * A response-cache workload: run against the cache-enabled gateway (`gateway-cache`), the
+   * plain `gateway` and direct, not the floor. `hit`: the same request every time (every call
+   * after the first is an exact hit); `miss`: a unique prompt per call (every call misses,
+   * calls the upstream and stores its answer).
+   */
+  cache?: 'hit' | 'miss';
 }
 
 export const WORKLOADS: Record<WorkloadId, Workload> = {
@@ -30,6 +37,8 @@ export const WORKLOADS: Record<WorkloadId, Workload> = {
   messages: { label: 'messages stream (translated)', stream: true, first: 'TTFT', model: 'openai/gpt-4o-mini' },
   embeddings: { label: 'embeddings, one sentence, base64', stream: false, model: 'openai/text-embedding-3-small', media: true },
   speech: { label: 'speech, mp3 streamed', stream: true, first: 'TTFB', model: 'openai/tts-1', media: true },
+  'cache-hit': { label: 'response cache: exact hit (chat JSON, one request repeated)', stream: false, model: 'openai/gpt-4o-mini', cache: 'hit' },
+  'cache-miss': { label: 'response cache: miss and store (chat JSON, unique prompt per call)', stream: false, model: 'openai/gpt-4o-mini', cache: 'miss' },
   // The float form: a JSON array of 1536 numbers each way (several times the bytes of the base64 string).
   'embeddings-float': { label: 'embeddings, one sentence, float', stream: false, model: 'openai/text-embedding-3-small', media: true, optIn: true },
 };
@@ -50,6 +59,8 @@ export interface Spec {
   embedding?: { dimensions: number; encoding: 'base64' | 'float' };
   /** audio: this content type and exactly this many bytes. */
   audio?: { contentType: string; bytes: number };
+  /** A body per call (a unique prompt each time); `body` is then only the first one's shape. */
+  nextBody?: () => string;
 }
 
 export interface Counts {
@@ -76,6 +87,8 @@ export interface Target {
   headerSets: Array<Record<string, string>>;
   anthropicHeaderSets: Array<Record<string, string>>;
   next: number;
+  /** Completed calls by their `x-gateway-cache` answer header (exact, semantic, miss, bypass). */
+  cacheOutcomes: Record<string, number>;
 }
 
 export function makeTarget(id: string, kind: TargetKind, origin: string, pid: number, keys: string[], connections = 64): Target {
@@ -90,6 +103,7 @@ export function makeTarget(id: string, kind: TargetKind, origin: string, pid: nu
     headerSets: keys.map(base),
     anthropicHeaderSets: keys.map((key) => ({ ...base(key), 'anthropic-version': '2023-06-01' })),
     next: 0,
+    cacheOutcomes: {},
   };
 }
 
@@ -130,6 +144,13 @@ export function specFor(target: Target, workload: WorkloadId, directive?: object
   }
   const content = directive ? `${PROMPT}\nSIM: ${JSON.stringify(directive)}` : PROMPT;
   const messages = [{ role: 'user', content }];
+  if (WORKLOADS[workload].cache === 'miss') {
+    // A prompt no call has sent before (per target: a counter and this run's random tag).
+    const tag = Math.random().toString(36).slice(2, 8);
+    let n = 0;
+    const bodyOf = (i: number): string => JSON.stringify({ model, messages: [{ role: 'user', content: `${PROMPT} (call ${tag}-${i})` }] });
+    return { path: '/v1/chat/completions', body: bodyOf(0), format: 'chat-json', anthropic: false, nextBody: () => bodyOf(n++) };
+  }
   if (workload === 'messages' && target.kind === 'gateway') {
     return { path: '/v1/messages', body: JSON.stringify({ model, max_tokens: 1024, stream: true, messages }), format: 'messages-sse', anthropic: true };
   }
@@ -177,7 +198,8 @@ export async function call(target: Target, spec: Spec, options: CallOptions = {}
     return { ok: false, first, end: performance.now(), chunks, error };
   };
   try {
-    const res = await target.pool.request({ method: 'POST', path: spec.path, headers, body: spec.body, signal: options.signal ?? null });
+    const body = spec.nextBody ? spec.nextBody() : spec.body;
+    const res = await target.pool.request({ method: 'POST', path: spec.path, headers, body, signal: options.signal ?? null });
     if (res.statusCode !== 200) return failed(`HTTP ${res.statusCode}: ${(await res.body.text()).slice(0, 120)}`);
     if (spec.format === 'chat-json') {
       const json = JSON.parse(await res.body.text());
@@ -185,6 +207,8 @@ export async function call(target: Target, spec: Spec, options: CallOptions = {}
       const content = json?.choices?.[0]?.message?.content;
       if (typeof content !== 'string' || content === '') return failed('malformed JSON answer (no choices[0].message.content)');
       target.counts.ok += 1;
+      const cached = res.headers['x-gateway-cache'];
+      if (typeof cached === 'string') target.cacheOutcomes[cached] = (target.cacheOutcomes[cached] ?? 0) + 1;
       return { ok: true, first: end, end, chunks: 1 };
     }
     if (spec.format === 'embeddings-json') {

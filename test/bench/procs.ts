@@ -173,6 +173,8 @@ export interface GatewayOptions {
   /** How many sk- keys to create (round-robin, so no key's rate limit is reached). */
   keys: number;
   redis?: { url: string; keyPrefix: string };
+  /** The `cache:` section of the config (snake_case, as in gateway.yaml); absent: the default (off). */
+  cache?: Record<string, unknown>;
   /** Node flags for the daemon (e.g. --cpu-prof). */
   nodeArgs?: string[];
   /** Another checkout to run the daemon from (built, with node_modules), for A/B runs. */
@@ -209,6 +211,7 @@ export async function startGatewayProc(options: GatewayOptions): Promise<Gateway
     },
   };
   if (options.redis) config.redis = { url: options.redis.url, key_prefix: options.redis.keyPrefix };
+  if (options.cache) config.cache = options.cache;
   writeFileSync(configPath, JSON.stringify(config, null, 2)); // JSON is YAML
 
   const env = cleanEnv();

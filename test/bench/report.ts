@@ -66,6 +66,18 @@ export interface TargetWorkload {
   /** Content chunks per response → responses. */
   chunkCounts: Record<string, number>;
   errors: number;
+  /** Response-cache workloads, cache-enabled gateway: completed calls by `x-gateway-cache`. */
+  cache?: CacheOutcomes;
+}
+
+export interface CacheOutcomes {
+  /** During the warm-up (the first calls of cache-hit miss: they run before any answer is stored). */
+  warmup: Record<string, number>;
+  /** During the measured closed- and open-loop rounds. */
+  measured: Record<string, number>;
+  /** Measured calls answered with the outcome the workload expects (exact for cache-hit, miss for cache-miss), 0-1. */
+  ratio: number;
+  expected: 'exact' | 'miss';
 }
 
 export function summarizeTarget(closed: ClosedResult[], open: OpenSummary[], direct: OpenSummary[] | undefined): TargetWorkload {
@@ -105,6 +117,8 @@ export interface WorkloadResult {
   model?: string;
   /** A media endpoint (embeddings, speech). */
   media?: boolean;
+  /** A response-cache workload (cache-hit, cache-miss). */
+  cache?: 'hit' | 'miss';
   concurrency: number;
   /** The open-loop rate, the same for every target. */
   rate: number;
@@ -134,6 +148,21 @@ export interface LedgerCheck {
   chargesOffUsage?: number;
   /** Media calls: each billed exactly its units at the catalog's price. */
   media?: ModelBilling[];
+  /** The cache-enabled gateway: hits (cost 0 at hit_price 0) have a usage row each and no charge. */
+  cache?: CacheBilling;
+}
+
+export interface CacheBilling {
+  /** Completed calls answered `x-gateway-cache: exact` / `semantic` / `miss` (harness count). */
+  hits: number;
+  misses: number;
+  /** Usage rows (status 200) with cache = exact or semantic, and with cache = miss. */
+  hitRows: number;
+  missRows: number;
+  /** Hit rows whose cost is not 0 (hit_price 0), and ledger charges for hit rows. */
+  hitRowsCosted: number;
+  hitCharges: number;
+  pass: boolean;
 }
 
 /** A media model's bill in one run: each completed call's usage row and charge against the exact amount. */
@@ -175,6 +204,42 @@ export interface BenchResult {
   checks: TargetCheck[];
   caveats: string[];
   profile?: ProfileEntry[];
+  /** test/bench/cache-lookup.ts: the response cache's lookup cost per tier. */
+  cacheLookup?: CacheLookupResult;
+  /** Why the lookup phase has no figures (it failed). */
+  cacheLookupError?: string;
+}
+
+/** µs, nearest rank. */
+export interface LookupTiming {
+  p50: number;
+  p99: number;
+  samples: number;
+}
+
+export interface CacheLookupSize {
+  entries: number;
+  /** Exact tier in SQLite (CacheStore.getExact): stored keys (hit) and absent keys. */
+  sqlite?: { fillSec: number; hit: LookupTiming; absent: LookupTiming; fileMb: number };
+  /** Exact tier in Redis (RedisExactTier.get, one round trip). */
+  redis?: { fillSec: number; hit: LookupTiming; absent: LookupTiming; usedMemoryMb?: number };
+  /** Semantic tier (HNSW in its worker; from vector-lookup.ts): µs, a near-duplicate query (hit), an unrelated one (miss). */
+  semantic?: { p50: number; p99: number; missP50?: number; insertPerSec: number; recall?: number };
+}
+
+export interface CacheLookupResult {
+  /** Timed lookups per kind and size. */
+  lookups: number;
+  /** Bytes of one stored answer. */
+  answerBytes: number;
+  /** cacheKeys() of a 3-message call (exact key and semantic partition), µs. */
+  keys: LookupTiming;
+  /** decodeAnswer() of one stored answer (every hit does it), µs. */
+  decode: LookupTiming;
+  sizes: CacheLookupSize[];
+  redis: { url: string; skipped?: string };
+  semantic: { dimensions: number; skipped?: string };
+  durationSec: number;
 }
 
 export function machineInfo(): Record<string, string | number> {
@@ -241,6 +306,19 @@ export function evaluate(result: Pick<BenchResult, 'workloads' | 'memory' | 'slo
     const idle = result.memory.idle[gw];
     if (idle) checks.push({ name: `${gw}: idle RSS`, value: `${idle.rssMb.toFixed(0)} MB`, limit: '< 80 MB', pass: idle.rssMb < 80 });
   }
+  for (const w of result.workloads) {
+    for (const [id, t] of Object.entries(w.targets)) {
+      if (!t.cache) continue;
+      const measured = Object.values(t.cache.measured).reduce((a, b) => a + b, 0);
+      const pct = (100 * t.cache.ratio).toFixed(2);
+      checks.push({
+        name: `${id}: ${w.id === 'cache-hit' ? 'exact hits (cache-hit)' : 'misses (cache-miss)'}`,
+        value: `${pct}% of ${measured} measured calls ${JSON.stringify(t.cache.measured)}`,
+        limit: w.id === 'cache-hit' ? '≥ 99%' : '100%',
+        pass: w.id === 'cache-hit' ? t.cache.ratio >= 0.99 : t.cache.ratio === 1,
+      });
+    }
+  }
   const failed = Object.entries(result.failures).filter(([, f]) => f.failed > 0);
   checks.push({ name: 'no request failed (all targets)', value: failed.length ? failed.map(([t, f]) => `${t}: ${f.failed}`).join(', ') : '0 failed', limit: '0', pass: failed.length === 0 });
   for (const l of result.ledger) {
@@ -251,6 +329,15 @@ export function evaluate(result: Pick<BenchResult, 'workloads' | 'memory' | 'slo
         value: `${inr(l.chargedMicros)} / ${inr(l.usageCostMicros)} INR${l.chargesOffUsage ? `, ${l.chargesOffUsage} charges off their row` : ''}`,
         limit: 'equal',
         pass: l.chargedMicros === l.usageCostMicros && l.chargesOffUsage === 0,
+      });
+    }
+    if (l.cache) {
+      const c = l.cache;
+      checks.push({
+        name: `${l.target}: cache hits billed 0, a usage row each`,
+        value: `${c.hitRows} hit rows / ${c.hits} hits, ${c.hitRowsCosted} costed, ${c.hitCharges} charged; ${c.missRows} miss rows / ${c.misses} misses`,
+        limit: 'rows = calls, 0 costed, 0 charged',
+        pass: c.pass,
       });
     }
     for (const b of l.media ?? []) {
@@ -321,15 +408,95 @@ export function render(result: BenchResult): string {
   }
   for (const l of result.ledger) {
     out.push(`  ledger ${l.target}: ${l.charges} charges; calls: ${l.okCalls} ok + ${l.abortedReceiving} aborted after content = ${l.expectedCharges}; usage rows by status ${JSON.stringify(l.usageByStatus)}; charges without usage row ${l.chargesWithoutUsage}; tight prompt bound computed ${l.tightBound} times; calls above their hold ${l.overHold}`);
+    if (l.cache) out.push(`    cache: ${l.cache.hits} hits (${l.cache.hitRows} usage rows with cache exact/semantic, ${l.cache.hitRowsCosted} of them costed, ${l.cache.hitCharges} charged), ${l.cache.misses} misses (${l.cache.missRows} rows with cache miss)`);
     for (const b of l.media ?? []) {
       out.push(`    ${b.model}: ${b.usageRows} usage rows (200) for ${b.okCalls} completed calls, each ${b.unitsPerCall} ${b.unit} = ${inr(b.costMicrosPerCall)} INR; charged ${inr(b.chargedMicros)} of ${inr(b.expectedMicros)} INR; rows off price ${b.rowsOffPrice}`);
     }
   }
+  const cacheSection = renderCacheSection(result);
+  if (cacheSection) out.push('', cacheSection);
   out.push('', table([['target (issue 5)', 'value', 'limit', ''], ...result.checks.map((c) => [c.name, c.value, c.limit, c.pass ? 'PASS' : 'MISS'])]));
   if (result.profile) {
     out.push('', 'gateway CPU profile (whole run, main thread), top self time, % of busy time:', table([['function', 'self ms', '%', 'where'], ...result.profile.map((p) => [p.fn, p.selfMs.toFixed(0), p.pct.toFixed(1), p.where])]));
   }
   out.push('', ...result.caveats.map((c) => `note: ${c}`));
+  return out.join('\n');
+}
+
+/**
+ * "Response cache": a hit's and a miss's cost through the cache-enabled gateway next to the
+ * plain gateway's chat call, then the lookup cost per tier (cache-lookup.ts).
+ */
+function renderCacheSection(result: BenchResult): string | undefined {
+  const byId = (id: string): WorkloadResult | undefined => result.workloads.find((w) => w.id === id);
+  const hit = byId('cache-hit');
+  const miss = byId('cache-miss');
+  const chat = byId('chat');
+  if (!hit && !miss && !result.cacheLookup && !result.cacheLookupError) return undefined;
+  const out: string[] = ['== Response cache'];
+  const columns: Array<{ name: string; t: TargetWorkload; rate: number }> = [];
+  // The plain gateway's figures for the same call, measured beside the hits (the chat workload's
+  // when cache-hit did not run).
+  const plain = hit?.targets.gateway ? { name: 'gateway (no cache), same call', t: hit.targets.gateway, rate: hit.rate } : chat?.targets.gateway ? { name: 'gateway, chat', t: chat.targets.gateway, rate: chat.rate } : undefined;
+  if (plain) columns.push(plain);
+  if (hit?.targets['gateway-cache']) columns.push({ name: 'gateway-cache, hit', t: hit.targets['gateway-cache'], rate: hit.rate });
+  if (miss?.targets.gateway) columns.push({ name: 'gateway (no cache), unique', t: miss.targets.gateway, rate: miss.rate });
+  if (miss?.targets['gateway-cache']) columns.push({ name: 'gateway-cache, miss', t: miss.targets['gateway-cache'], rate: miss.rate });
+  if (columns.length > 0) {
+    const ratio = (c: { t: TargetWorkload }): string => (c.t.cache ? `${(100 * c.t.cache.ratio).toFixed(2)}% ${c.t.cache.expected}` : '-');
+    out.push(
+      table([
+        ['chat JSON, openai/gpt-4o-mini', ...columns.map((c) => c.name)],
+        ['CPU µs/call (open loop)', ...columns.map((c) => `${int(c.t.cpuUsPerReq)} @ ${int(c.rate)}/s`)],
+        ['CPU µs/call at max', ...columns.map((c) => int(c.t.cpuAtMaxUsPerReq))],
+        ['max req/s (closed)', ...columns.map((c) => int(c.t.maxRps))],
+        ['added p50 / p99 ms', ...columns.map((c) => (c.t.added ? `${ms(c.t.added.p50)} / ${ms(c.t.added.p99)}` : '-'))],
+        ['latency p50 / p99 ms', ...columns.map((c) => `${ms(c.t.p50)} / ${ms(c.t.p99)}`)],
+        ['measured calls by x-gateway-cache', ...columns.map(ratio)],
+      ]),
+    );
+    const h = hit?.targets['gateway-cache'];
+    const m = miss?.targets['gateway-cache'];
+    if (h && m) {
+      out.push(
+        `  a hit costs ${int(h.cpuUsPerReq)} µs of gateway CPU against ${int(m.cpuUsPerReq)} µs for a miss` +
+          `${plain ? ` (${int(plain.t.cpuUsPerReq)} µs for the plain gateway's call)` : ''}; at saturation ${int(h.cpuAtMaxUsPerReq)} vs ${int(m.cpuAtMaxUsPerReq)} µs, ${int(h.maxRps)} vs ${int(m.maxRps)} req/s.`,
+      );
+    }
+    for (const [label, w] of [['cache-hit', hit], ['cache-miss', miss]] as const) {
+      const c = w?.targets['gateway-cache']?.cache;
+      if (c) out.push(`  ${label} through gateway-cache: warm-up ${JSON.stringify(c.warmup)}, measured ${JSON.stringify(c.measured)}`);
+    }
+  }
+  if (result.cacheLookup) out.push('', renderCacheLookup(result.cacheLookup));
+  if (result.cacheLookupError) out.push('', `lookup cost per tier: not measured (${result.cacheLookupError})`);
+  return out.join('\n');
+}
+
+/** The lookup cost per tier and size (cache-lookup.ts), µs. */
+export function renderCacheLookup(r: CacheLookupResult): string {
+  const pp = (t: LookupTiming | undefined): string => (t ? `${t.p50.toFixed(1)} / ${t.p99.toFixed(1)}` : '-');
+  const rows: string[][] = [
+    [`lookup cost, µs p50 / p99 (${r.lookups} lookups each)`, ...r.sizes.map((s) => `${s.entries} entries`)],
+    ['exact, SQLite getExact, stored key', ...r.sizes.map((s) => pp(s.sqlite?.hit))],
+    ['exact, SQLite getExact, absent key', ...r.sizes.map((s) => pp(s.sqlite?.absent))],
+    ['  SQLite fill s / file MB', ...r.sizes.map((s) => (s.sqlite ? `${s.sqlite.fillSec} / ${s.sqlite.fileMb}` : '-'))],
+  ];
+  if (!r.redis.skipped) {
+    rows.push(['exact, Redis get (round trip), stored', ...r.sizes.map((s) => pp(s.redis?.hit))]);
+    rows.push(['exact, Redis get (round trip), absent', ...r.sizes.map((s) => pp(s.redis?.absent))]);
+    rows.push(['  Redis fill s (500 in flight)', ...r.sizes.map((s) => (s.redis ? `${s.redis.fillSec}` : '-'))]);
+  }
+  if (!r.semantic.skipped || r.sizes.some((s) => s.semantic)) {
+    rows.push([`semantic, HNSW search (${r.semantic.dimensions}d, worker), hit`, ...r.sizes.map((s) => (s.semantic ? `${int(s.semantic.p50)} / ${int(s.semantic.p99)}` : '-'))]);
+    rows.push(['semantic, unrelated query (miss), p50', ...r.sizes.map((s) => (s.semantic?.missP50 !== undefined ? int(s.semantic.missP50) : '-'))]);
+    rows.push(['  semantic recall@1 / inserts per s', ...r.sizes.map((s) => (s.semantic ? `${s.semantic.recall !== undefined ? `${Math.round(100 * s.semantic.recall)}%` : '-'} / ${s.semantic.insertPerSec}` : '-'))]);
+  }
+  const out = [table(rows)];
+  out.push(`  keys of a 3-message call (cacheKeys: exact key + semantic partition): p50 ${r.keys.p50.toFixed(1)} µs, p99 ${r.keys.p99.toFixed(1)} µs; decoding a ${r.answerBytes}-byte stored answer: p50 ${r.decode.p50.toFixed(1)} µs, p99 ${r.decode.p99.toFixed(1)} µs`);
+  if (r.redis.skipped) out.push(`  Redis tier skipped: ${r.redis.skipped}`);
+  if (r.semantic.skipped) out.push(`  semantic tier: ${r.semantic.skipped}`);
+  out.push(`  measured in ${r.durationSec} s; the semantic figures are from test/bench/vector-lookup.ts (random unit vectors, near-duplicate queries).`);
   return out.join('\n');
 }
 

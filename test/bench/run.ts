@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -8,7 +8,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { completionTokens } from '../support/simulator/tokens.js';
 import { closedLoop, EMBEDDING_INPUT, makeTarget, openLoop, SPEECH_INPUT, specFor, WORKLOADS, type ClosedResult, type Target, type WorkloadId } from './load.js';
 import { CLK_TCK, cleanRedisPrefix, gatewayRunsCompiled, localRedisPid, memory, startFloor, startGatewayProc, startSimulator, type GatewayProc, type Memory, type Proc } from './procs.js';
-import { evaluate, machineInfo, render, summarizeOpen, summarizeTarget, topSelfTime, writeResults, type BenchResult, type LedgerCheck, type ModelBilling, type OpenSummary, type WorkloadResult } from './report.js';
+import { evaluate, machineInfo, render, summarizeOpen, summarizeTarget, topSelfTime, writeResults, type BenchResult, type CacheBilling, type CacheLookupResult, type CacheOutcomes, type LedgerCheck, type ModelBilling, type OpenSummary, type WorkloadResult } from './report.js';
 import { slowStreams, type SlowStreamsResult } from './streams.js';
 import { redisReachable } from '../support/redis.js';
 
@@ -18,9 +18,15 @@ import { redisReachable } from '../support/redis.js';
  *
  *   node --import tsx test/bench/run.ts [--quick] [--redis] [--redis-url URL] [--profile]
  *
- * --only chat,stream,messages,embeddings,speech limits the workloads and skips the slow-streams
- * phase (e.g. `--only chat --profile`); `--only embeddings-float` runs the float form of the
- * embeddings call, left out of a full run.
+ * --only chat,stream,messages,embeddings,speech,cache-hit,cache-miss,cache-lookup limits the
+ * workloads and skips the slow-streams phase (e.g. `--only chat --profile`); `--only
+ * embeddings-float` runs the float form of the embeddings call, left out of a full run.
+ *
+ * The response cache: cache-hit and cache-miss run against one more daemon, `gateway-cache`
+ * (cache on, exact tier for every model, semantic tier off), next to the plain `gateway` and
+ * direct (not the floor: the plain gateway is the reference); cache-lookup runs
+ * test/bench/cache-lookup.ts (each tier's lookup cost at 10k and 100k entries; 10k with
+ * --quick) after the processes are stopped.
  * --profile runs the gateway under --cpu-prof and prints its top self-time functions (its CPU
  * numbers are then inflated; results go to bench-results/profile-*.json, not latest.json).
  */
@@ -40,9 +46,16 @@ const OUT_DIR = join(ROOT, 'bench-results');
 
 // The media workloads (embeddings, speech) run fewer rounds than the chat ones in a full run,
 // so that they add under two minutes to it.
+// The cache workloads (three targets each) take the media workloads' rounds: together with the
+// extra daemon they add about a minute and a half to a full run.
 const plan = args.quick
   ? { rounds: 2, openRounds: 2, mediaRounds: 2, mediaOpenRounds: 2, warmupMs: 500, closedWarmMs: 150, closedMs: 600, openMs: 1000, concurrency: 16, streams: 1000, chunkDelayMs: 1000, streamWaitMs: 5000, streamSettleMs: 1000, keys: 48, floorStreams: 0 }
   : { rounds: 3, openRounds: 5, mediaRounds: 2, mediaOpenRounds: 3, warmupMs: 1500, closedWarmMs: 300, closedMs: 2500, openMs: 3000, concurrency: 16, streams: 1000, chunkDelayMs: 1000, streamWaitMs: 10_000, streamSettleMs: 2000, keys: 48, floorStreams: 1 };
+/** cache-lookup.ts sizes (entries per tier). */
+const LOOKUP_SIZES = args.quick ? '10000' : '10000,100000';
+/** The cache-enabled daemon's `cache:` section: exact tier for every model, no semantic tier. */
+const CACHE_CONFIG = { enabled: true, exact: { models: ['*'] }, semantic: { models: [] } };
+const CACHE_GATEWAY = 'gateway-cache';
 
 const began = performance.now();
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -68,7 +81,10 @@ process.on('SIGINT', () => {
 
 async function main(): Promise<void> {
   const only = args.only?.split(',').map((w) => w.trim());
-  for (const w of only ?? []) if (!(w in WORKLOADS)) throw new Error(`--only: unknown workload "${w}" (${Object.keys(WORKLOADS).join(', ')})`);
+  for (const w of only ?? []) if (!(w in WORKLOADS) && w !== 'cache-lookup') throw new Error(`--only: unknown workload "${w}" (${[...Object.keys(WORKLOADS), 'cache-lookup'].join(', ')})`);
+  const selected = (Object.keys(WORKLOADS) as WorkloadId[]).filter((w) => (only ? only.includes(w) : !WORKLOADS[w].optIn));
+  const cacheWorkloads = selected.some((w) => WORKLOADS[w].cache);
+  const lookupPhase = only ? only.includes('cache-lookup') : true;
   const redisUrl = args['redis-url'];
   if (args.redis && !(await redisReachable(redisUrl))) throw new Error(`--redis: no Redis at ${redisUrl}`);
   const gatewayEntry = `${gatewayRunsCompiled() ? 'dist/ (compiled)' : 'src/ through tsx (dist/ missing or stale)'}, ${sourceState()}`;
@@ -80,13 +96,14 @@ async function main(): Promise<void> {
   const profileDir = join(OUT_DIR, 'profiles', new Date().toISOString().replace(/[:.]/g, '-'));
   if (args.profile) mkdirSync(profileDir, { recursive: true });
   const gateways: GatewayProc[] = [];
-  const start = async (name: string, redis?: { url: string; keyPrefix: string }): Promise<void> => {
+  const start = async (name: string, redis?: { url: string; keyPrefix: string }, cache?: Record<string, unknown>): Promise<void> => {
     const gw = await startGatewayProc({
       name,
       simUrl: sim.url,
       simKey: sim.key,
       keys: plan.keys,
       ...(redis ? { redis } : {}),
+      ...(cache ? { cache } : {}),
       ...(args.profile ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] } : {}),
     });
     procs.push(gw);
@@ -97,6 +114,9 @@ async function main(): Promise<void> {
   const redisPrefix = `bench-${randomBytes(4).toString('hex')}:`;
   const redisPid = args.redis ? localRedisPid(redisUrl) : undefined;
   if (args.redis) await start('gateway-redis', { url: redisUrl, keyPrefix: redisPrefix });
+  const cacheStartMs = performance.now();
+  if (cacheWorkloads) await start(CACHE_GATEWAY, undefined, CACHE_CONFIG);
+  const cacheGatewayStartMs = performance.now() - cacheStartMs;
 
   await sleep(1000);
   const idle: Record<string, Memory> = { floor: memory(floorProc.pid) };
@@ -108,19 +128,33 @@ async function main(): Promise<void> {
   const floor = makeTarget('floor', 'floor', floorProc.url, floorProc.pid, ['floor-needs-no-key']);
   const gwTargets = gateways.map((gw) => makeTarget(gw.name, 'gateway', gw.url, gw.pid, gw.keys));
   const targets: Target[] = [direct, floor, ...gwTargets];
+  // The cache-enabled daemon takes part in the cache workloads only; those run against it, the
+  // plain gateway (the reference) and direct (for the added latency).
+  const plainGwTargets = gwTargets.filter((t) => t.id !== CACHE_GATEWAY);
+  const targetsFor = (id: WorkloadId): Target[] =>
+    WORKLOADS[id].cache ? targets.filter((t) => t.id === 'direct' || t.id === 'gateway' || t.id === CACHE_GATEWAY) : targets.filter((t) => t.id !== CACHE_GATEWAY);
 
   const workloads: WorkloadResult[] = [];
   // Completed calls per target and workload (warm-up included), for the ledger check by model.
   const okCalls = new Map<string, Partial<Record<WorkloadId, number>>>(targets.map((t) => [t.id, {}]));
-  for (const id of (Object.keys(WORKLOADS) as WorkloadId[]).filter((w) => (only ? only.includes(w) : !WORKLOADS[w].optIn))) {
-    const { label, media } = WORKLOADS[id];
-    const rounds = media ? plan.mediaRounds : plan.rounds;
-    const openRounds = media ? plan.mediaOpenRounds : plan.openRounds;
+  let cacheWorkloadsMs = 0;
+  for (const id of selected) {
+    const { label, media, cache } = WORKLOADS[id];
+    const workloadStarted = performance.now();
+    const targets = targetsFor(id);
+    const gwTargets = targets.filter((t) => t.kind === 'gateway');
+    const rounds = media || cache ? plan.mediaRounds : plan.rounds;
+    const openRounds = media || cache ? plan.mediaOpenRounds : plan.openRounds;
     const okBefore = new Map(targets.map((t) => [t.id, t.counts.ok]));
     const specs = new Map(targets.map((t) => [t.id, specFor(t, id)]));
     const spec = (t: Target) => specs.get(t.id) as ReturnType<typeof specFor>;
+    const outcomes0 = new Map(targets.map((t) => [t.id, { ...t.cacheOutcomes }]));
     say(`${label}: warm-up`);
-    for (const t of targets) await closedLoop(t, spec(t), plan.concurrency, 0, plan.warmupMs);
+    // The cache workloads warm up twice as long: gateway-cache sees its first calls here, and a
+    // daemon's first workload is slower until its hot paths are compiled.
+    const warmupMs = cache ? 2 * plan.warmupMs : plan.warmupMs;
+    for (const t of targets) await closedLoop(t, spec(t), plan.concurrency, 0, warmupMs);
+    const outcomes1 = new Map(targets.map((t) => [t.id, { ...t.cacheOutcomes }]));
     const closed = new Map<string, ClosedResult[]>(targets.map((t) => [t.id, []]));
     for (let round = 0; round < rounds; round++) {
       for (const t of targets) closed.get(t.id)?.push(await closedLoop(t, spec(t), plan.concurrency, plan.closedWarmMs, plan.closedMs));
@@ -148,17 +182,27 @@ async function main(): Promise<void> {
     const summaries = Object.fromEntries(
       targets.map((t) => [t.id, summarizeTarget(closed.get(t.id) ?? [], open.get(t.id) ?? [], t.kind === 'direct' ? undefined : directOpen)]),
     );
+    if (cache) {
+      const target = summaries[CACHE_GATEWAY];
+      const t = targets.find((x) => x.id === CACHE_GATEWAY);
+      if (target && t) {
+        target.cache = cacheOutcomes(outcomes0.get(t.id) ?? {}, outcomes1.get(t.id) ?? {}, t.cacheOutcomes, cache === 'hit' ? 'exact' : 'miss');
+        say(`${label}: ${CACHE_GATEWAY} answered ${(100 * target.cache.ratio).toFixed(2)}% of the measured calls ${target.cache.expected} ${JSON.stringify(target.cache.measured)} (warm-up ${JSON.stringify(target.cache.warmup)})`);
+      }
+    }
     const { stream, first, model } = WORKLOADS[id];
-    workloads.push({ id, label, stream, ...(first ? { first } : {}), model, ...(media ? { media } : {}), concurrency: plan.concurrency, rate, targets: summaries });
+    workloads.push({ id, label, stream, ...(first ? { first } : {}), model, ...(media ? { media } : {}), ...(cache ? { cache } : {}), concurrency: plan.concurrency, rate, targets: summaries });
     for (const t of targets) (okCalls.get(t.id) as Partial<Record<WorkloadId, number>>)[id] = t.counts.ok - (okBefore.get(t.id) ?? 0);
+    if (cache) cacheWorkloadsMs += performance.now() - workloadStarted;
   }
+  if (cacheWorkloads) say(`the cache workloads took ${(cacheWorkloadsMs / 1000).toFixed(0)} s, ${CACHE_GATEWAY}'s start ${(cacheGatewayStartMs / 1000).toFixed(1)} s`);
 
   const peak: Record<string, Memory> = { floor: memory(floorProc.pid) };
   for (const gw of gateways) peak[gw.name] = memory(gw.pid);
   peak.simulator = memory(sim.pid);
 
   const slow: SlowStreamsResult[] = [];
-  for (const t of only ? [] : [...(plan.floorStreams ? [floor] : []), ...gwTargets]) {
+  for (const t of only ? [] : [...(plan.floorStreams ? [floor] : []), ...plainGwTargets]) {
     say(`${plan.streams} slow streams through ${t.id}`);
     const result = await slowStreams(t, sim.pid, { streams: plan.streams, chunkDelayMs: plan.chunkDelayMs, waitMs: plan.streamWaitMs, settleMs: plan.streamSettleMs });
     slow.push(result);
@@ -177,6 +221,21 @@ async function main(): Promise<void> {
   await sim.stop();
   if (args.redis) await cleanRedisPrefix(redisUrl, redisPrefix).catch(() => 0);
   await Promise.all(targets.map((t) => t.pool.close()));
+
+  let cacheLookup: CacheLookupResult | undefined;
+  let cacheLookupError: string | undefined;
+  if (lookupPhase) {
+    // After the processes are stopped: the lookups have the machine to themselves.
+    say(`response cache lookup cost per tier (test/bench/cache-lookup.ts --sizes ${LOOKUP_SIZES})`);
+    const started = performance.now();
+    try {
+      cacheLookup = await runCacheLookup(['--sizes', LOOKUP_SIZES, '--redis-url', redisUrl]);
+    } catch (error) {
+      cacheLookupError = (error as Error).message;
+      say(`cache-lookup failed: ${cacheLookupError}`);
+    }
+    say(`cache lookup phase took ${((performance.now() - started) / 1000).toFixed(0)} s`);
+  }
 
   let profile;
   if (args.profile) {
@@ -207,11 +266,53 @@ async function main(): Promise<void> {
         : ['the gateway ran from src/ through tsx because dist/ is missing or older than src/ (`npm run build` first): its RSS includes the tsx loader and esbuild, ~25-30 MB more than from dist/.']),
     ],
     ...(profile ? { profile } : {}),
+    ...(cacheLookup ? { cacheLookup } : {}),
+    ...(cacheLookupError ? { cacheLookupError } : {}),
   };
+  if (cacheWorkloads) {
+    result.caveats.push(
+      `${CACHE_GATEWAY} runs with cache: ${JSON.stringify(CACHE_CONFIG)} (SQLite exact tier, hit_price 0) and takes part in the cache workloads only, beside the plain gateway and direct (no floor); cache-hit repeats one request (the first calls of its warm-up miss), cache-miss sends a prompt no call sent before.`,
+    );
+  }
   process.stdout.write(`${render(result)}\n`);
   const files = writeResults(OUT_DIR, result);
   say(`wrote ${files.join(', ')}`);
   for (const gw of gateways) rmSync(gw.dir, { recursive: true, force: true });
+}
+
+/** Outcome counts of the warm-up and of the measured rounds, from the target's running totals. */
+function cacheOutcomes(before: Record<string, number>, afterWarmup: Record<string, number>, end: Record<string, number>, expected: 'exact' | 'miss'): CacheOutcomes {
+  const diff = (a: Record<string, number>, b: Record<string, number>): Record<string, number> => {
+    const out: Record<string, number> = {};
+    for (const key of new Set([...Object.keys(a), ...Object.keys(b)])) {
+      const n = (b[key] ?? 0) - (a[key] ?? 0);
+      if (n !== 0) out[key] = n;
+    }
+    return out;
+  };
+  const measured = diff(afterWarmup, end);
+  const total = Object.values(measured).reduce((s, n) => s + n, 0);
+  return { warmup: diff(before, afterWarmup), measured, ratio: total > 0 ? (measured[expected] ?? 0) / total : 0, expected };
+}
+
+/** test/bench/cache-lookup.ts in a child process: its progress to stderr, its last stdout line parsed. */
+function runCacheLookup(extraArgs: string[]): Promise<CacheLookupResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/bench/cache-lookup.ts', ...extraArgs], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (text: string) => (out += text));
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      try {
+        const parsed = JSON.parse(out.trim().split('\n').at(-1) ?? '') as { cacheLookup?: CacheLookupResult };
+        if (code !== 0 || !parsed.cacheLookup) throw new Error(`exit code ${code}`);
+        resolve(parsed.cacheLookup);
+      } catch (error) {
+        reject(new Error(`cache-lookup.ts failed (${(error as Error).message})`));
+      }
+    });
+  });
 }
 
 /** The commit measured, and whether src/ had uncommitted changes. */
@@ -288,7 +389,21 @@ function checkLedger(gw: GatewayProc, target: Target, ran: Partial<Record<Worklo
     const usageByStatus: Record<string, number> = {};
     for (const row of db.prepare('SELECT status, count(*) AS n FROM usage GROUP BY status').all() as Array<{ status: number; n: number }>) usageByStatus[row.status] = row.n;
     const c = target.counts;
-    const expectedCharges = c.ok + c.abortedReceiving;
+    // A cache hit at hit_price 0 costs 0: it has its usage row (cache = exact) but no charge.
+    const hits = (target.cacheOutcomes.exact ?? 0) + (target.cacheOutcomes.semantic ?? 0);
+    const expectedCharges = c.ok + c.abortedReceiving - hits;
+    const cacheRows = (which: string): number => one(`SELECT count(*) AS n FROM usage WHERE status = 200 AND cache IN (${which})`);
+    const cache: CacheBilling | undefined =
+      Object.keys(target.cacheOutcomes).length > 0
+        ? (() => {
+            const hitRows = cacheRows("'exact', 'semantic'");
+            const missRows = cacheRows("'miss'");
+            const hitRowsCosted = one("SELECT count(*) AS n FROM usage WHERE cache IN ('exact', 'semantic') AND cost_micros <> 0");
+            const hitCharges = one("SELECT count(*) AS n FROM ledger l JOIN usage u ON u.request_id = l.request_id WHERE l.kind = 'charge' AND u.cache IN ('exact', 'semantic')");
+            const misses = target.cacheOutcomes.miss ?? 0;
+            return { hits, misses, hitRows, missRows, hitRowsCosted, hitCharges, pass: hitRows === hits && missRows === misses && hitRowsCosted === 0 && hitCharges === 0 };
+          })()
+        : undefined;
     // Every charge in the ledger is its usage row's cost (amounts are negative in the ledger).
     const chargedMicros = -one("SELECT coalesce(sum(amount_micros), 0) AS n FROM ledger WHERE kind = 'charge'");
     const usageCostMicros = one('SELECT coalesce(sum(cost_micros), 0) AS n FROM usage');
@@ -325,11 +440,12 @@ function checkLedger(gw: GatewayProc, target: Target, ran: Partial<Record<Worklo
       chargesWithoutUsage,
       tightBound,
       overHold,
-      pass: charges === expectedCharges && chargesWithoutUsage === 0 && (usageByStatus['200'] ?? 0) === c.ok,
+      pass: charges === expectedCharges && chargesWithoutUsage === 0 && (usageByStatus['200'] ?? 0) === c.ok && (cache?.pass ?? true),
       chargedMicros,
       usageCostMicros,
       chargesOffUsage,
       ...(media.length > 0 ? { media } : {}),
+      ...(cache ? { cache } : {}),
     };
   } finally {
     db.close();
