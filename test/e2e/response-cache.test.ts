@@ -510,3 +510,14 @@ t.test('scope: key keeps each key\'s entries to itself', async (t) => {
   await until('stored', async () => (await ask(funded)).response.headers.get('x-gateway-cache') === 'exact');
   t.equal((await ask(other)).response.headers.get('x-gateway-cache'), 'miss', 'another key of the same account misses');
 });
+
+t.test('an empty wallet: the lookup and the call are refused (402), nothing charged', async (t) => {
+  const funded = await fundedKey(gw, { balance: 0 });
+  const res = await postJson(`${gw.url}/v1/chat/completions`, { authorization: `Bearer ${funded.key}` }, { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: PHOTOSYNTHESIS }] });
+  t.equal(res.status, 402);
+  t.equal(res.json.error.type, 'insufficient_credits');
+  t.equal(embeddingCalls(), 0, 'no embedding call upstream');
+  t.equal(chatCalls(), 0);
+  gw.app.settlement.drain();
+  t.equal(charges(gw, funded.accountId).length, 0, 'no charge');
+});

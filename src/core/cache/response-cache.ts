@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { CacheConfig, ModelConfig } from '../../config/types.js';
 import type { ChatResult, Usage } from '../canonical.js';
-import { CallAborted } from '../errors.js';
+import { CallAborted, isGatewayError } from '../errors.js';
 import type { CallContext, ChatDraft } from '../gateway/chat.js';
 import { decodeAnswer, encodeAnswer, fitsLimit, type CachedAnswer } from './answer.js';
 import { cacheKeys, type CacheKeys } from './keys.js';
@@ -211,7 +211,10 @@ export class ResponseCache {
       return await this.deps.embed(text, ctx);
     } catch (error) {
       if (error instanceof CallAborted) throw error;
-      this.deps.logger.warn({ err: error, req_id: ctx.requestId }, 'could not embed the prompt for the semantic cache: a miss');
+      // A wallet or budget that cannot pay for the lookup cannot pay for the call either: the
+      // call's own admission says so; only provider failures are worth a warning.
+      const level = isGatewayError(error) && error.status < 500 ? 'debug' : 'warn';
+      this.deps.logger[level]({ err: error, req_id: ctx.requestId }, 'could not embed the prompt for the semantic cache: a miss');
       return undefined;
     }
   }

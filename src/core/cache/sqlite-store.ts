@@ -221,7 +221,10 @@ PRAGMA user_version = ${LAYOUT};`);
     if (this.touched.size === 0) return;
     const touched = this.touched;
     this.touched = new Map();
-    for (const [id, at] of touched) this.touchStmt.run(at, id);
+    // One transaction (a savepoint inside put's): one commit a second, not one per hit.
+    this.db.transaction(() => {
+      for (const [id, at] of touched) this.touchStmt.run(at, id);
+    })();
   }
 
   close(): void {
