@@ -59,6 +59,7 @@ function charged(target: TestGateway, funded: FundedKey, requestId: string | und
 
 /** Waits until the cache has stored what a miss produced (stores happen after the response). */
 async function stored(target: TestGateway, entries: number): Promise<void> {
+  await target.app.cache?.flush();
   await until(`${entries} cache entries`, () => (target.app.cache?.internals.store?.size.entries ?? 0) >= entries);
 }
 
@@ -238,7 +239,7 @@ t.test('no_cache and x-gateway-cache: no-cache bypass both tiers (read and write
   // A bypassed call stores nothing: a fresh question asked with no_cache, then without, is a miss.
   const fresh = unique('What is three plus three');
   await postJson(`${gw.url}/v1/chat/completions`, { authorization: `Bearer ${funded.key}` }, { model: 'openai/gpt-4o', messages: [{ role: 'user', content: fresh }], no_cache: true });
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  await gw.app.cache?.flush();
   const after = await postJson(`${gw.url}/v1/chat/completions`, { authorization: `Bearer ${funded.key}` }, { model: 'openai/gpt-4o', messages: [{ role: 'user', content: fresh }] });
   t.equal(header(after, 'x-gateway-cache'), 'miss', 'no_cache wrote nothing');
 
@@ -280,7 +281,7 @@ t.test('two accounts asking the same question never share an entry', async (t) =
   sim.enqueue({ text: 'Alice private answer' });
   const a = await openai(alice).chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: question }] });
   t.equal(a.choices[0]?.message.content, 'Alice private answer');
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  await gw.app.cache?.flush();
   const again = await openai(alice).chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: question }] }).withResponse();
   t.equal(again.response.headers.get('x-gateway-cache'), 'exact', 'alice hits her own entry');
   const b = await openai(bob).chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: question }] }).withResponse();
@@ -289,7 +290,7 @@ t.test('two accounts asking the same question never share an entry', async (t) =
   // Semantic tier too: bob's paraphrase of alice's question.
   sim.enqueue({}, { text: 'Alice photosynthesis answer' });
   await openai(alice).chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: PHOTOSYNTHESIS }] });
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  await gw.app.cache?.flush();
   const bobSemantic = await openai(bob).chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: PARAPHRASE }] }).withResponse();
   t.equal(bobSemantic.response.headers.get('x-gateway-cache'), 'miss', 'no semantic match across accounts');
   t.not(bobSemantic.data.choices[0]?.message.content, 'Alice photosynthesis answer');
@@ -318,7 +319,7 @@ t.test('TTL, LRU eviction by entries, and hit_price billing', async (t) => {
   t.equal((await ask('question A')).response.headers.get('x-gateway-cache'), 'exact', 'A used again');
   await ask('question C');
   await until('C stored, B evicted', () => store()?.size.entries === 2 && store()?.raw.prepare('SELECT count(*) AS n FROM cache_entries').get() !== undefined);
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  await small.app.cache?.flush();
   t.equal(store()?.size.entries, 2, 'at most max_entries');
   t.equal((await ask('question A')).response.headers.get('x-gateway-cache'), 'exact', 'A kept (recently used)');
   t.equal((await ask('question B')).response.headers.get('x-gateway-cache'), 'miss', 'B evicted (least recently used)');
@@ -339,7 +340,7 @@ t.test('eviction by size: max_size bounds the bytes kept', async (t) => {
   for (const name of ['one', 'two', 'three', 'four', 'five']) {
     sim.enqueue({ text: `${name} ${long}` });
     await openai(funded, small).chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: `long ${name}` }] });
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await small.app.cache?.flush();
   }
   await until('stored', () => (small.app.cache?.internals.store?.size.bytes ?? 0) > 0);
   const size = small.app.cache?.internals.store?.size;
@@ -370,7 +371,7 @@ t.test('a broken cache is a miss, never an error: corrupted entry, full disk, em
   t.equal(chatCalls(), calls + 1);
 
   // Full disk: the cache file may not grow; calls still succeed (misses), nothing is stored.
-  await new Promise((resolve) => setTimeout(resolve, 50)); // the miss above stores its answer
+  await gw.app.cache?.flush(); // the miss above stores its answer
   const pages = store.raw.pragma('page_count', { simple: true }) as number;
   store.raw.pragma(`max_page_count = ${pages}`);
   t.teardown(() => store.raw.pragma('max_page_count = 1073741823'));
@@ -381,7 +382,7 @@ t.test('a broken cache is a miss, never an error: corrupted entry, full disk, em
     const full = await postJson(`${gw.url}/v1/chat/completions`, { authorization: `Bearer ${funded.key}` }, { model: 'openai/gpt-4o', messages: [{ role: 'user', content: unique('disk full') }] });
     t.equal(full.status, 200, 'answered while the cache cannot store');
   }
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  await gw.app.cache?.flush();
   t.equal((store.raw.prepare('SELECT count(*) AS n FROM cache_entries').get() as { n: number }).n, entriesBefore, 'nothing stored: the disk was full');
   store.raw.pragma('max_page_count = 1073741823');
 
@@ -423,7 +424,7 @@ t.test('tool calls are cached and replayed with fresh ids, as JSON and stream', 
   const first = await openai(funded).chat.completions.create(body);
   const firstCall = first.choices[0]?.message.tool_calls?.[0];
   t.equal(firstCall?.type === 'function' ? firstCall.function.arguments : undefined, '{"city":"Paris"}');
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  await gw.app.cache?.flush();
   const hit = await openai(funded).chat.completions.create(body).withResponse();
   t.equal(hit.response.headers.get('x-gateway-cache'), 'exact');
   const call = hit.data.choices[0]?.message.tool_calls?.[0];
@@ -452,7 +453,7 @@ t.test('an answer cut at its output limit is served only to the same limit; a st
   sim.enqueue({ text: 'Once upon a time', finish: 'length' });
   const stream = await openai(funded).chat.completions.create({ model: 'openai/gpt-4o', max_tokens: 5, messages: [{ role: 'user', content: question }], stream: true });
   for await (const chunk of stream) void chunk;
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  await gw.app.cache?.flush();
   const same = await openai(funded).chat.completions.create({ model: 'openai/gpt-4o', max_tokens: 5, messages: [{ role: 'user', content: question }] }).withResponse();
   t.equal(same.response.headers.get('x-gateway-cache'), 'exact', 'a streamed miss was stored; same limit: a hit');
   t.equal(same.data.choices[0]?.finish_reason, 'length');

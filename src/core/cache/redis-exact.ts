@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 
 /**
@@ -42,6 +43,15 @@ while redis.call('ZCARD', KEYS[2]) > tonumber(ARGV[4]) or tonumber(redis.call('G
 end
 return evicted`;
 
+interface Script {
+  text: string;
+  sha: string;
+}
+
+const script = (text: string): Script => ({ text, sha: createHash('sha1').update(text).digest('hex') });
+const GET_SCRIPT = script(GET);
+const PUT_SCRIPT = script(PUT);
+
 export class RedisExactTier {
   private readonly lru: string;
   private readonly expiry: string;
@@ -63,13 +73,23 @@ export class RedisExactTier {
   }
 
   async get(key: string, now: number): Promise<string | undefined> {
-    const value = (await this.redis.eval(GET, 5, this.entryKey(key), this.lru, this.expiry, this.sizes, this.bytes, now)) as string | null;
+    const value = (await this.run(GET_SCRIPT, [this.entryKey(key), this.lru, this.expiry, this.sizes, this.bytes], [now])) as string | null;
     return value ?? undefined;
   }
 
   /** Stores an answer; returns how many least recently used entries it evicted. */
   async put(key: string, answer: string, now: number, ttlMs: number, maxEntries: number, maxBytes: number): Promise<number> {
-    return (await this.redis.eval(PUT, 5, this.entryKey(key), this.lru, this.expiry, this.sizes, this.bytes, answer, now, ttlMs, maxEntries, maxBytes)) as number;
+    return (await this.run(PUT_SCRIPT, [this.entryKey(key), this.lru, this.expiry, this.sizes, this.bytes], [answer, now, ttlMs, maxEntries, maxBytes])) as number;
+  }
+
+  /** EVALSHA (the script's hash, not its text, on every call); EVAL once when Redis does not know it yet. */
+  private async run(lua: Script, keys: string[], args: Array<string | number>): Promise<unknown> {
+    try {
+      return await this.redis.evalsha(lua.sha, keys.length, ...keys, ...args);
+    } catch (error) {
+      if (!(error instanceof Error) || !error.message.includes('NOSCRIPT')) throw error;
+      return this.redis.eval(lua.text, keys.length, ...keys, ...args);
+    }
   }
 
   async delete(key: string): Promise<void> {

@@ -7,7 +7,7 @@ import type { CallContext, ChatDraft } from '../gateway/chat.js';
 import { decodeAnswer, encodeAnswer, fitsLimit, type CachedAnswer } from './answer.js';
 import { cacheKeys, type CacheKeys } from './keys.js';
 import { RedisExactTier } from './redis-exact.js';
-import { CacheStore, cacheFileOf } from './sqlite-store.js';
+import { CacheStore, cacheFileOf, type NewEntry } from './sqlite-store.js';
 import { VectorIndex } from './vector-index.js';
 
 /**
@@ -52,6 +52,8 @@ export interface ResponseCacheDeps {
   logger: Logger;
 }
 
+/** Answers to store wait this long to be written together (one SQLite commit). */
+const WRITE_BATCH_MS = 10;
 const SWEEP_MS = 60_000;
 const TOUCH_MS = 1000;
 const POLL_MS = 5000;
@@ -66,6 +68,9 @@ export class ResponseCache {
   private readonly ownIds = new Set<number>();
   /** Per catalog model: which tiers apply (the patterns matched once). */
   private readonly tiers = new Map<string, { exact: boolean; semantic: boolean }>();
+  /** Answers waiting for their batch (WRITE_BATCH_MS). */
+  private queued: Array<{ entry: NewEntry; semantic: { partition: string; vector: Float32Array } | undefined }> = [];
+  private writeTimer: NodeJS.Timeout | undefined;
   private closed = false;
 
   constructor(
@@ -164,6 +169,7 @@ export class ResponseCache {
   }
 
   async close(): Promise<void> {
+    this.writeQueued();
     this.closed = true;
     for (const timer of this.timers) clearInterval(timer);
     await this.vectors?.close();
@@ -172,6 +178,14 @@ export class ResponseCache {
     } catch (error) {
       this.deps.logger.warn({ err: error }, 'could not close the response cache file');
     }
+  }
+
+  /** Writes what is queued now (tests: after a response, its answer is stored once this resolves). */
+  async flush(): Promise<void> {
+    // save() defers to setImmediate, write() may await Redis: let both run first.
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
+    this.writeQueued();
   }
 
   /** For tests and the benchmark. */
@@ -227,24 +241,45 @@ export class ResponseCache {
       if (plan.exact && this.redisTier) {
         await this.redisTier.put(plan.keys.exact, encoded, now, this.config.ttlMs, this.config.maxEntries, this.config.maxBytes);
       }
-      const local = plan.exact && !this.redisTier;
-      if (!this.store || (!local && !semantic)) return;
-      const { id, removed } = this.store.put({
-        exactKey: local ? plan.keys.exact : undefined,
-        partition: semantic?.partition,
-        vector: semantic?.vector,
-        model: model.id,
-        answer: encoded,
-        now,
-        ttlMs: this.config.ttlMs,
-      });
+    } catch (error) {
+      this.deps.logger.warn({ err: error, req_id: requestId }, 'could not store the answer in the response cache (Redis)');
+    }
+    const local = plan.exact && !this.redisTier;
+    if (!this.store || (!local && !semantic)) return;
+    const entry: NewEntry = {
+      exactKey: local ? plan.keys.exact : undefined,
+      partition: semantic?.partition,
+      vector: semantic?.vector,
+      model: model.id,
+      answer: encoded,
+      now,
+      ttlMs: this.config.ttlMs,
+    };
+    this.queued.push({ entry, semantic });
+    if (!this.writeTimer) {
+      this.writeTimer = setTimeout(() => this.writeQueued(), WRITE_BATCH_MS);
+      this.writeTimer.unref();
+    }
+  }
+
+  /** The queued answers into the SQLite file, in one transaction. */
+  private writeQueued(): void {
+    if (this.writeTimer) clearTimeout(this.writeTimer);
+    this.writeTimer = undefined;
+    const batch = this.queued;
+    this.queued = [];
+    if (batch.length === 0 || !this.store || this.closed) return;
+    try {
+      const { ids, removed } = this.store.putMany(batch.map((queued) => queued.entry));
       if (removed.length > 0) this.vectors?.remove(removed);
-      if (semantic) {
+      batch.forEach(({ semantic }, index) => {
+        const id = ids[index];
+        if (!semantic || id === undefined) return;
         this.ownIds.add(id);
         this.vectors?.add(semantic.partition, id, semantic.vector);
-      }
+      });
     } catch (error) {
-      this.deps.logger.warn({ err: error, req_id: requestId }, 'could not store the answer in the response cache');
+      this.deps.logger.warn({ err: error, answers: batch.length }, 'could not store answers in the response cache');
     }
   }
 

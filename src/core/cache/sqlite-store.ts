@@ -166,14 +166,28 @@ PRAGMA user_version = ${LAYOUT};`);
    * the vector index).
    */
   put(entry: NewEntry): { id: number; removed: number[] } {
+    const { ids, removed } = this.putMany([entry]);
+    return { id: ids[0] as number, removed };
+  }
+
+  /**
+   * Stores answers in one transaction (the response cache batches the answers of a few
+   * milliseconds: one commit for all), then evicts beyond the limits. Returns the new ids in
+   * order and the ids that left, none of the new ones among them.
+   */
+  putMany(entries: readonly NewEntry[]): { ids: number[]; removed: number[] } {
     const removed: number[] = [];
-    const vector = entry.vector ? Buffer.from(entry.vector.buffer, entry.vector.byteOffset, entry.vector.byteLength) : null;
-    const bytes = entry.answer.length + (vector?.length ?? 0) + 64;
     const write = this.db.transaction(() => {
-      if (entry.exactKey !== undefined) for (const row of this.deleteExact.all(entry.exactKey) as Array<{ id: number; bytes: number }>) this.forget(row, removed);
-      const result = this.insertStmt.run(entry.exactKey ?? null, entry.partition ?? null, vector, entry.model, entry.answer, bytes, entry.now, entry.now + entry.ttlMs, entry.now);
-      this.entries += 1;
-      this.bytes += bytes;
+      const ids: number[] = [];
+      for (const entry of entries) {
+        const vector = entry.vector ? Buffer.from(entry.vector.buffer, entry.vector.byteOffset, entry.vector.byteLength) : null;
+        const bytes = entry.answer.length + (vector?.length ?? 0) + 64;
+        if (entry.exactKey !== undefined) for (const row of this.deleteExact.all(entry.exactKey) as Array<{ id: number; bytes: number }>) this.forget(row, removed);
+        const result = this.insertStmt.run(entry.exactKey ?? null, entry.partition ?? null, vector, entry.model, entry.answer, bytes, entry.now, entry.now + entry.ttlMs, entry.now);
+        this.entries += 1;
+        this.bytes += bytes;
+        ids.push(Number(result.lastInsertRowid));
+      }
       this.flushTouched();
       while (this.entries > this.limits.maxEntries || this.bytes > this.limits.maxBytes) {
         const over = Math.max(1, this.entries - this.limits.maxEntries);
@@ -181,17 +195,18 @@ PRAGMA user_version = ${LAYOUT};`);
         if (rows.length === 0) break;
         for (const row of rows) this.forget(row, removed);
       }
-      return Number(result.lastInsertRowid);
+      return ids;
     });
-    let id: number;
+    let ids: number[];
     try {
-      id = write();
+      ids = write();
     } catch (error) {
       // Rolled back: the counters follow the file again.
       this.recount();
       throw error;
     }
-    return { id, removed: removed.filter((gone) => gone !== id) };
+    const fresh = new Set(ids);
+    return { ids, removed: removed.filter((gone) => !fresh.has(gone)) };
   }
 
   /** Removes one entry (a corrupted one). */
