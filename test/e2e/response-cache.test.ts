@@ -522,3 +522,19 @@ t.test('an empty wallet: the lookup and the call are refused (402), nothing char
   gw.app.settlement.drain();
   t.equal(charges(gw, funded.accountId).length, 0, 'no charge');
 });
+
+t.test('an answer cached through /v1/messages answers /v1/chat/completions (and its stream)', async (t) => {
+  const funded = await fundedKey(gw, { balance: 10 });
+  const question = unique('Which planet is largest');
+  sim.enqueue({ text: 'Jupiter is the largest planet.' });
+  const stream = anthropic(funded).messages.stream({ model: 'openai/gpt-4o', max_tokens: 300, messages: [{ role: 'user', content: question }] });
+  const message = await stream.finalMessage();
+  t.equal(message.content[0]?.type === 'text' ? message.content[0].text : undefined, 'Jupiter is the largest planet.');
+  await gw.app.cache?.flush();
+  const chat = await openai(funded).chat.completions.create({ model: 'openai/gpt-4o', max_tokens: 300, messages: [{ role: 'user', content: question }] }).withResponse();
+  t.equal(chat.response.headers.get('x-gateway-cache'), 'exact', 'a streamed messages call answers chat completions');
+  t.equal(chat.data.choices[0]?.message.content, 'Jupiter is the largest planet.');
+  t.equal(chat.data.usage?.completion_tokens, message.usage.output_tokens, 'the same usage');
+  const noLimit = await openai(funded).chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: question }] }).withResponse();
+  t.equal(noLimit.response.headers.get('x-gateway-cache'), 'exact', 'an answer that ended on its own fits a call without a limit');
+});
