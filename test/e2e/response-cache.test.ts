@@ -538,3 +538,36 @@ t.test('an answer cached through /v1/messages answers /v1/chat/completions (and 
   const noLimit = await openai(funded).chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: question }] }).withResponse();
   t.equal(noLimit.response.headers.get('x-gateway-cache'), 'exact', 'an answer that ended on its own fits a call without a limit');
 });
+
+t.test('entries outlive a restart; daemons sharing the file share the semantic tier', { skip: redisSkipReason() }, async (t) => {
+  const prefix = `gw-cache-sem-${Date.now()}:`;
+  const raw = { providers: simulatedProviders(sim.url), redis: { url: REDIS_URL, key_prefix: prefix }, cache: cacheConfig() };
+  const a = await startTestGateway(raw);
+  t.teardown(() => a.stop());
+  const b = await startGateway(testConfig(a.dir, raw), { logger: pino({ level: 'silent' }) });
+  let bClosed = false;
+  t.teardown(() => (bClosed ? undefined : b.close()));
+  const funded = await fundedKey(a, { balance: 10 });
+  sim.enqueue({}, { text: 'Shared semantic answer' });
+  await openai(funded, a).chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: PHOTOSYNTHESIS }] });
+  await a.app.cache?.flush();
+  // Daemon b learns of a's entry at its next look at the file (every 5 s; here at once).
+  b.app.cache?.syncVectors();
+  const fromB = await openai(funded, b).chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: PARAPHRASE }] }).withResponse();
+  t.equal(fromB.response.headers.get('x-gateway-cache'), 'semantic', 'the other daemon finds the paraphrase');
+  t.equal(fromB.data.choices[0]?.message.content, 'Shared semantic answer');
+
+  // A restart: the semantic index is rebuilt from the file, in the background.
+  await b.close();
+  bClosed = true;
+  const c = await startGateway(testConfig(a.dir, raw), { logger: pino({ level: 'silent' }) });
+  t.teardown(() => c.close());
+  await c.app.cache?.internals.vectors?.loaded();
+  const fromC = await openai(funded, c).chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: PARAPHRASE }] }).withResponse();
+  t.equal(fromC.response.headers.get('x-gateway-cache'), 'semantic', 'a restarted daemon serves the entries of the file');
+  const redis = a.app.redis;
+  if (redis) {
+    const keys = await redis.keys(`${prefix}cache:*`);
+    if (keys.length > 0) await redis.del(...keys);
+  }
+});

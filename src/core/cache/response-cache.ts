@@ -71,6 +71,8 @@ export class ResponseCache {
   /** Answers waiting for their batch (WRITE_BATCH_MS). */
   private queued: Array<{ entry: NewEntry; semantic: { partition: string; vector: Float32Array } | undefined }> = [];
   private writeTimer: NodeJS.Timeout | undefined;
+  /** Stores under way (a Redis round trip before the SQLite queue). */
+  private readonly writing = new Set<Promise<void>>();
   private closed = false;
 
   constructor(
@@ -87,7 +89,7 @@ export class ResponseCache {
     if (this.store && config.semantic.models.length > 0) {
       this.vectors = VectorIndex.open({ ...(this.store.path === ':memory:' ? {} : { databasePath: this.store.path }), logger });
       this.seenId = this.maxId();
-      this.every(POLL_MS, () => this.pollVectors());
+      this.every(POLL_MS, () => this.syncVectors());
     }
     this.every(TOUCH_MS, () => this.store?.flushTouched());
     this.every(SWEEP_MS, () => this.sweep());
@@ -165,10 +167,15 @@ export class ResponseCache {
     if (result.stopSequence !== undefined) answer.stopSequence = result.stopSequence;
     if (plan.maxTokens !== undefined) answer.maxTokens = plan.maxTokens;
     const encoded = encodeAnswer(answer);
-    setImmediate(() => void this.write(plan, encoded, model, requestId));
+    setImmediate(() => {
+      const writing = this.write(plan, encoded, model, requestId);
+      this.writing.add(writing);
+      void writing.finally(() => this.writing.delete(writing));
+    });
   }
 
   async close(): Promise<void> {
+    await Promise.all([...this.writing]);
     this.writeQueued();
     this.closed = true;
     for (const timer of this.timers) clearInterval(timer);
@@ -184,7 +191,7 @@ export class ResponseCache {
   async flush(): Promise<void> {
     // save() defers to setImmediate, write() may await Redis: let both run first.
     await new Promise((resolve) => setImmediate(resolve));
-    await new Promise((resolve) => setImmediate(resolve));
+    await Promise.all([...this.writing]);
     this.writeQueued();
   }
 
@@ -301,8 +308,8 @@ export class ResponseCache {
     }
   }
 
-  /** Semantic entries other daemons sharing the file added since the last look. */
-  private pollVectors(): void {
+  /** Indexes the semantic entries other daemons sharing the file added since the last look (every 5 s). */
+  syncVectors(): void {
     if (!this.store || !this.vectors) return;
     try {
       for (;;) {
