@@ -4,6 +4,7 @@ import t from 'tap';
 import pino from 'pino';
 import { fundedKey, simulatedProviders, startTestGateway, testConfig, type FundedKey, type TestGateway } from '../support/gateway.js';
 import { REDIS_URL, redisSkipReason } from '../support/redis.js';
+import { runCli } from '../support/cli.js';
 import { startGateway } from '../../src/main.js';
 import { balanceMicros, charges, header, noHolds, postJson, until, usageRow } from '../support/e2e.js';
 import { embedText, cosine } from '../support/simulator/embed.js';
@@ -570,4 +571,25 @@ t.test('entries outlive a restart; daemons sharing the file share the semantic t
     const keys = await redis.keys(`${prefix}cache:*`);
     if (keys.length > 0) await redis.del(...keys);
   }
+});
+
+t.test('gateway usage list shows the cache outcome of each call (CACHE column, --json fields)', async (t) => {
+  const funded = await fundedKey(gw, { balance: 10 });
+  sim.enqueue({}, { text: 'Leaves make sugar.' });
+  await openai(funded).chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: PHOTOSYNTHESIS }] });
+  await gw.app.cache?.flush();
+  await openai(funded).chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: PARAPHRASE }] });
+  await openai(funded).chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: PHOTOSYNTHESIS }] });
+  gw.app.settlement.drain();
+  const json = await runCli(['usage', 'list', '--json', '--account', funded.accountId, '--url', gw.url, '--key', gw.adminKey]);
+  t.equal(json.code, 0, json.stderr);
+  const rows = (JSON.parse(json.stdout) as { data: Array<{ endpoint: string; cache: string | null; cache_similarity: number | null; cache_saved: number }> }).data.filter((r) => r.endpoint === 'chat.completions');
+  t.same(rows.map((r) => r.cache), ['exact', 'semantic', 'miss'], 'newest first: exact, semantic, miss');
+  t.ok((rows[1]?.cache_similarity ?? 0) >= THRESHOLD);
+  t.ok((rows[0]?.cache_saved ?? 0) > 0, 'what the hit saved');
+  const table = await runCli(['usage', 'list', '--account', funded.accountId, '--url', gw.url, '--key', gw.adminKey]);
+  t.equal(table.code, 0, table.stderr);
+  t.match(table.stdout, /COST\s+CACHE\s+LATENCY/, 'a CACHE column after COST');
+  t.match(table.stdout, /semantic 0\.9\d/, 'a semantic hit with its similarity');
+  t.match(table.stdout, /₹0\.00\s+exact/, "an exact hit at ₹0");
 });

@@ -60,6 +60,11 @@ export interface UsageView {
   unit?: string;
   units?: number;
   cost: number;
+  /** The gateway's response cache: exact, semantic, miss, bypass; null where it did not apply (absent from older daemons). */
+  cache?: 'exact' | 'semantic' | 'miss' | 'bypass' | null;
+  cache_similarity?: number | null;
+  /** INR a hit saved at list price. */
+  cache_saved?: number;
   status: number;
   error_type: string | null;
   latency_ms: number;

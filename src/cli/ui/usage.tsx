@@ -36,11 +36,27 @@ export const CACHE_COLUMN: Column<UsageView> = {
   align: 'right',
 };
 
-/** The usage table's columns: PROMPT CACHE R/W (after IN) only when some row read or wrote a prompt cache. */
+/** The gateway's response cache: "exact", "semantic 0.97" (its similarity), "miss", "bypass". */
+export const RESPONSE_CACHE_COLUMN: Column<UsageView> = {
+  title: 'CACHE',
+  value: (u) => (u.cache === 'semantic' && typeof u.cache_similarity === 'number' ? `semantic ${u.cache_similarity.toFixed(2)}` : (u.cache ?? '')),
+};
+
+/**
+ * The usage table's columns: PROMPT CACHE R/W (after IN) only when some row read or wrote a
+ * prompt cache; CACHE (after COST) only when the response cache answered some row.
+ */
 export function usageColumns(rows: readonly UsageView[]): Column<UsageView>[] {
-  if (!rows.some((u) => cacheTokens(u).read > 0 || cacheTokens(u).write > 0)) return USAGE_COLUMNS;
-  const at = USAGE_COLUMNS.findIndex((column) => column.title === 'IN') + 1;
-  return [...USAGE_COLUMNS.slice(0, at), CACHE_COLUMN, ...USAGE_COLUMNS.slice(at)];
+  let columns = USAGE_COLUMNS;
+  if (rows.some((u) => cacheTokens(u).read > 0 || cacheTokens(u).write > 0)) {
+    const at = columns.findIndex((column) => column.title === 'IN') + 1;
+    columns = [...columns.slice(0, at), CACHE_COLUMN, ...columns.slice(at)];
+  }
+  if (rows.some((u) => u.cache === 'exact' || u.cache === 'semantic')) {
+    const at = columns.findIndex((column) => column.title === 'COST') + 1;
+    columns = [...columns.slice(0, at), RESPONSE_CACHE_COLUMN, ...columns.slice(at)];
+  }
+  return columns;
 }
 
 const UNIT_SHORT: Record<string, string> = { characters: 'chars', seconds: 's', images: 'img' };
