@@ -17,6 +17,7 @@ import { registerSessionKeyRoutes } from './keys.js';
 import { registerManagementAccountRoutes } from './management/accounts.js';
 import { registerManagementKeyRoutes } from './management/keys.js';
 import { registerManagementUsageRoutes } from './management/usage.js';
+import { registerManagementCacheRoutes } from './management/cache.js';
 import { registerPublicRoutes } from './public.js';
 
 /** Every public surface of the daemon, and the dashboard's page for its client-side routes. */
@@ -36,6 +37,7 @@ export function buildRouter(app: App): { router: Router<Route>; fallback: (path:
   registerManagementAccountRoutes(router, app);
   registerManagementKeyRoutes(router, app);
   registerManagementUsageRoutes(router, app);
+  registerManagementCacheRoutes(router, app);
   registerDashboardRoutes(router, app);
   registerAdminRoutes(router, app);
   registerMcpRoutes(router, app);

@@ -146,7 +146,7 @@ async function sqliteTier(entries: number, dir: string): Promise<NonNullable<Cac
     const fillStarted = performance.now();
     const now = Date.now();
     for (let i = 0; i < entries; i++) {
-      store.put({ exactKey: keyOf(i), partition: undefined, vector: undefined, model: MODEL, answer: answerOf(i), now, ttlMs: 3_600_000 });
+      store.put({ accountId: 'acc_bench', exactKey: keyOf(i), partition: undefined, vector: undefined, model: MODEL, answer: answerOf(i), now, ttlMs: 3_600_000 });
     }
     const fillSec = (performance.now() - fillStarted) / 1000;
     if (store.size.entries !== entries) throw new Error(`SQLite store holds ${store.size.entries} entries, expected ${entries}`);
@@ -185,7 +185,7 @@ async function redisTier(entries: number): Promise<NonNullable<CacheLookupSize['
     const inFlight = 500;
     for (let from = 0; from < entries; from += inFlight) {
       const batch: Array<Promise<number>> = [];
-      for (let i = from; i < Math.min(entries, from + inFlight); i++) batch.push(tier.put(keyOf(i), answerOf(i), now, 3_600_000, entries + 1000, 64 * 1024 ** 3));
+      for (let i = from; i < Math.min(entries, from + inFlight); i++) batch.push(tier.put('acc_bench', keyOf(i), answerOf(i), now, 3_600_000, entries + 1000, 64 * 1024 ** 3));
       await Promise.all(batch);
     }
     const fillSec = (performance.now() - fillStarted) / 1000;
@@ -195,7 +195,7 @@ async function redisTier(entries: number): Promise<NonNullable<CacheLookupSize['
     let found = 0;
     const hit = await timeAsync(
       Array.from({ length: lookups }, () => keyOf(randomInt(entries))),
-      async (key) => ((await tier.get(key, at)) !== undefined ? found++ : 0),
+      async (key) => ((await tier.get('acc_bench', key, at)) !== undefined ? found++ : 0),
       warmKeys(entries),
     );
     found -= WARMUP;
@@ -203,7 +203,7 @@ async function redisTier(entries: number): Promise<NonNullable<CacheLookupSize['
     let wrong = 0;
     const absent = await timeAsync(
       Array.from({ length: lookups }, (_, i) => keyOf(entries + 1_000_000 + i)),
-      async (key) => ((await tier.get(key, at)) !== undefined ? wrong++ : 0),
+      async (key) => ((await tier.get('acc_bench', key, at)) !== undefined ? wrong++ : 0),
     );
     if (wrong > 0) throw new Error(`Redis: ${wrong} absent keys found`);
     const memory = /used_memory:(\d+)/.exec(await redis.info('memory'))?.[1];

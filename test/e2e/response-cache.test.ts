@@ -407,7 +407,7 @@ t.test('a cache file that is not a database is set aside at start', async (t) =>
   writeFileSync(file, 'this is not an SQLite database, it is garbage '.repeat(200));
   const store = CacheStore.open(file, { maxEntries: 10, maxBytes: 1 << 20 }, pino({ level: 'silent' }));
   t.equal(store.size.entries, 0, 'a fresh, empty cache');
-  store.put({ exactKey: 'k', partition: undefined, vector: undefined, model: 'm', answer: '{}', now: Date.now(), ttlMs: 60_000 });
+  store.put({ accountId: 'acc_test', exactKey: 'k', partition: undefined, vector: undefined, model: 'm', answer: '{}', now: Date.now(), ttlMs: 60_000 });
   t.ok(store.getExact('k', Date.now()), 'usable');
   store.close();
   t.ok(existsSync(file));
@@ -491,7 +491,18 @@ t.test('with Redis, the exact tier is shared by the daemons', { skip: redisSkipR
   await redis.set(entryKey as string, 'garbage');
   const after = await openai(funded, b).chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: question }] }).withResponse();
   t.equal(after.response.headers.get('x-gateway-cache'), 'miss', 'a corrupted Redis entry is a miss');
-  await redis.del(...(await redis.keys(`${prefix}cache:*`)));
+  await b.app.cache?.flush();
+  await until('stored again', async () => (await redis.keys(`${prefix}cache:e:*`)).length === 1);
+  // A purge of the account through either daemon empties the Redis tier and its bookkeeping.
+  const purge = await a.http('DELETE', `/api/management/cache?account=${funded.accountId}`, { token: a.adminKey });
+  t.equal(purge.status, 200);
+  t.equal(purge.body.removed, 1);
+  t.same(await redis.keys(`${prefix}cache:e:*`), [], 'no entry left in Redis');
+  t.equal(await redis.zcard(`${prefix}cache:lru`), 0);
+  t.equal(Number(await redis.get(`${prefix}cache:bytes`)), 0, 'byte count back to 0');
+  t.match((await a.http('GET', '/api/management/cache', { token: a.adminKey })).body, { redis: { entries: 0, bytes: 0 } });
+  const leftovers = await redis.keys(`${prefix}cache:*`);
+  if (leftovers.length > 0) await redis.del(...leftovers);
 });
 
 t.test('the semantic tier needs a catalog embedding model: otherwise the daemon does not start', async (t) => {
@@ -592,4 +603,42 @@ t.test('gateway usage list shows the cache outcome of each call (CACHE column, -
   t.match(table.stdout, /COST\s+CACHE\s+LATENCY/, 'a CACHE column after COST');
   t.match(table.stdout, /semantic 0\.9\d/, 'a semantic hit with its similarity');
   t.match(table.stdout, /₹0\.00\s+exact/, "an exact hit at ₹0");
+});
+
+t.test('management API: what the cache holds, and purges of one account or all', async (t) => {
+  const alice = await fundedKey(gw, { balance: 10 });
+  const bob = await fundedKey(gw, { balance: 10 });
+  for (const who of [alice, bob]) await openai(who).chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'purge me' }] });
+  await gw.app.cache?.flush();
+  const stats = await gw.http('GET', '/api/management/cache', { token: gw.adminKey });
+  t.equal(stats.status, 200);
+  t.match(stats.body, { object: 'cache', enabled: true, scope: 'account', entries: Number, bytes: Number, semantic_entries: Number });
+  t.ok(stats.body.entries >= 2);
+  const ask = async (who: FundedKey) => (await openai(who).chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'purge me' }] }).withResponse()).response.headers.get('x-gateway-cache');
+  t.equal(await ask(alice), 'exact');
+
+  // A user's own management key may purge its own account, not another's, not all.
+  const userKey = await gw.http('POST', `/api/management/accounts/${alice.accountId}/management-keys`, { token: gw.adminKey, body: { name: 'alice admin tools' } });
+  const own = await gw.http('DELETE', '/api/management/cache?account=me', { token: userKey.body.management_key });
+  t.equal(own.status, 200);
+  t.match(own.body, { object: 'cache.purge', account_id: alice.accountId });
+  t.ok(own.body.removed >= 1, `${own.body.removed} removed`);
+  t.equal((await gw.http('DELETE', `/api/management/cache?account=${bob.accountId}`, { token: userKey.body.management_key })).status, 404, 'another account: not found');
+  t.equal((await gw.http('DELETE', '/api/management/cache', { token: userKey.body.management_key })).status, 403, 'all: admins only');
+  t.equal((await gw.http('GET', '/api/management/cache', { token: userKey.body.management_key })).status, 403);
+  t.equal(await ask(alice), 'miss', 'alice\'s entries are gone');
+  t.equal(await ask(bob), 'exact', 'bob\'s are not');
+
+  const all = await gw.http('DELETE', '/api/management/cache', { token: gw.adminKey });
+  t.equal(all.status, 200);
+  t.equal(all.body.account_id, null);
+  t.equal((await gw.http('GET', '/api/management/cache', { token: gw.adminKey })).body.entries, 0, 'empty');
+  t.equal(await ask(bob), 'miss');
+
+  const off = await startTestGateway({ providers: simulatedProviders(sim.url) });
+  t.teardown(() => off.stop());
+  t.same((await off.http('GET', '/api/management/cache', { token: off.adminKey })).body, { object: 'cache', enabled: false });
+  const refused = await off.http('DELETE', '/api/management/cache', { token: off.adminKey });
+  t.equal(refused.status, 409);
+  t.match(refused.body, { error: { code: 409, message: /not enabled/ } });
 });

@@ -48,9 +48,22 @@ interface Script {
   sha: string;
 }
 
+// KEYS: entry, lru, expiry, sizes, bytes.
+const FORGET = `
+local existed = redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], KEYS[1])
+redis.call('ZREM', KEYS[3], KEYS[1])
+local size = redis.call('HGET', KEYS[4], KEYS[1])
+if size then
+  redis.call('DECRBY', KEYS[5], size)
+  redis.call('HDEL', KEYS[4], KEYS[1])
+end
+return existed`;
+
 const script = (text: string): Script => ({ text, sha: createHash('sha1').update(text).digest('hex') });
 const GET_SCRIPT = script(GET);
 const PUT_SCRIPT = script(PUT);
+const FORGET_SCRIPT = script(FORGET);
 
 export class RedisExactTier {
   private readonly lru: string;
@@ -68,18 +81,19 @@ export class RedisExactTier {
     this.bytes = `${prefix}cache:bytes`;
   }
 
-  private entryKey(key: string): string {
-    return `${this.prefix}cache:e:${key}`;
+  /** Entries are named by account, so that one account's can be purged. */
+  private entryKey(accountId: string, key: string): string {
+    return `${this.prefix}cache:e:${accountId}:${key}`;
   }
 
-  async get(key: string, now: number): Promise<string | undefined> {
-    const value = (await this.run(GET_SCRIPT, [this.entryKey(key), this.lru, this.expiry, this.sizes, this.bytes], [now])) as string | null;
+  async get(accountId: string, key: string, now: number): Promise<string | undefined> {
+    const value = (await this.run(GET_SCRIPT, [this.entryKey(accountId, key), this.lru, this.expiry, this.sizes, this.bytes], [now])) as string | null;
     return value ?? undefined;
   }
 
   /** Stores an answer; returns how many least recently used entries it evicted. */
-  async put(key: string, answer: string, now: number, ttlMs: number, maxEntries: number, maxBytes: number): Promise<number> {
-    return (await this.run(PUT_SCRIPT, [this.entryKey(key), this.lru, this.expiry, this.sizes, this.bytes], [answer, now, ttlMs, maxEntries, maxBytes])) as number;
+  async put(accountId: string, key: string, answer: string, now: number, ttlMs: number, maxEntries: number, maxBytes: number): Promise<number> {
+    return (await this.run(PUT_SCRIPT, [this.entryKey(accountId, key), this.lru, this.expiry, this.sizes, this.bytes], [answer, now, ttlMs, maxEntries, maxBytes])) as number;
   }
 
   /** EVALSHA (the script's hash, not its text, on every call); EVAL once when Redis does not know it yet. */
@@ -92,8 +106,30 @@ export class RedisExactTier {
     }
   }
 
-  async delete(key: string): Promise<void> {
-    // An entry that could not be read: its bookkeeping goes at the next store's sweep.
-    await this.redis.del(this.entryKey(key));
+  async delete(accountId: string, key: string): Promise<void> {
+    await this.run(FORGET_SCRIPT, [this.entryKey(accountId, key), this.lru, this.expiry, this.sizes, this.bytes], []);
   }
+
+  /** Removes every entry, or one account's (SCAN, then one script per entry); returns how many. */
+  async purge(accountId: string | undefined): Promise<number> {
+    const pattern = `${this.prefix}cache:e:${accountId === undefined ? '' : `${escapeGlob(accountId)}:`}*`;
+    let removed = 0;
+    let cursor = '0';
+    do {
+      const [next, keys] = await this.redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500);
+      cursor = next;
+      for (const key of keys) removed += (await this.run(FORGET_SCRIPT, [key, this.lru, this.expiry, this.sizes, this.bytes], [])) as number;
+    } while (cursor !== '0');
+    return removed;
+  }
+
+  async stats(): Promise<{ entries: number; bytes: number }> {
+    const [entries, bytes] = await Promise.all([this.redis.zcard(this.lru), this.redis.get(this.bytes)]);
+    return { entries, bytes: Number(bytes ?? 0) };
+  }
+}
+
+/** An id inside a SCAN pattern, its glob characters escaped. */
+function escapeGlob(text: string): string {
+  return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
 }

@@ -26,6 +26,8 @@ export interface CachePlan {
   /** `bypass`: opted out or not cacheable by the rules (reason logged); `lookup`: try the tiers. */
   outcome: 'bypass' | 'lookup';
   reason?: string;
+  /** Whose answers these are (every key and partition also includes the scope). */
+  accountId: string;
   keys: CacheKeys;
   exact: boolean;
   semantic: boolean;
@@ -106,7 +108,7 @@ export class ResponseCache {
     if (!exact && !semantic) return undefined;
     const scope = this.config.scope === 'key' ? `key:${ctx.apiKeyId}` : `account:${ctx.accountId}`;
     const keys = cacheKeys(draft, model.id, scope);
-    const plan: CachePlan = { outcome: 'lookup', keys, exact, semantic: semantic && keys.semantic !== undefined, maxTokens: draft.maxTokens };
+    const plan: CachePlan = { outcome: 'lookup', accountId: ctx.accountId, keys, exact, semantic: semantic && keys.semantic !== undefined, maxTokens: draft.maxTokens };
     const bypass = (reason: string): CachePlan => ({ ...plan, outcome: 'bypass', reason });
     if (noCache) return bypass('the request opted out');
     if (ctx.cache === false) return bypass('the key opted out');
@@ -120,7 +122,7 @@ export class ResponseCache {
     if (plan.outcome !== 'lookup') return undefined;
     const now = Date.now();
     if (plan.exact) {
-      const answer = await this.exactGet(plan.keys.exact, now, ctx);
+      const answer = await this.exactGet(plan.accountId, plan.keys.exact, now, ctx);
       if (answer && fitsLimit(answer, plan.maxTokens)) return { tier: 'exact', answer };
     }
     const semantic = plan.keys.semantic;
@@ -187,6 +189,28 @@ export class ResponseCache {
     }
   }
 
+  /**
+   * Removes every entry, or one account's, from every tier (management API: after a model
+   * changed, or answers that should not be served again). Returns how many went.
+   */
+  async purge(accountId: string | undefined): Promise<number> {
+    await this.flush();
+    let removed = 0;
+    if (this.store) {
+      const ids = this.store.purge(accountId);
+      if (ids.length > 0) this.vectors?.remove(ids);
+      removed += ids.length;
+    }
+    if (this.redisTier) removed += await this.redisTier.purge(accountId);
+    return removed;
+  }
+
+  /** What the cache holds now (management API). */
+  async stats(): Promise<{ entries: number; bytes: number; semanticEntries: number; redis?: { entries: number; bytes: number } }> {
+    const local = this.store?.stats() ?? { entries: 0, bytes: 0, semanticEntries: 0 };
+    return this.redisTier ? { ...local, redis: await this.redisTier.stats() } : local;
+  }
+
   /** Writes what is queued now (tests: after a response, its answer is stored once this resolves). */
   async flush(): Promise<void> {
     // save() defers to setImmediate, write() may await Redis: let both run first.
@@ -200,13 +224,13 @@ export class ResponseCache {
     return { store: this.store, vectors: this.vectors };
   }
 
-  private async exactGet(key: string, now: number, ctx: CallContext): Promise<CachedAnswer | undefined> {
+  private async exactGet(accountId: string, key: string, now: number, ctx: CallContext): Promise<CachedAnswer | undefined> {
     try {
       if (this.redisTier) {
-        const text = await this.redisTier.get(key, now);
+        const text = await this.redisTier.get(accountId, key, now);
         if (text === undefined) return undefined;
         const answer = decodeAnswer(text);
-        if (!answer) this.corrupted(ctx, 'exact', () => void this.redisTier?.delete(key).catch(() => undefined));
+        if (!answer) this.corrupted(ctx, 'exact', () => void this.redisTier?.delete(accountId, key).catch(() => undefined));
         return answer;
       }
       const entry = this.store?.getExact(key, now);
@@ -246,7 +270,7 @@ export class ResponseCache {
     const semantic = plan.semantic && plan.vector && plan.keys.semantic ? { partition: plan.keys.semantic.partition, vector: plan.vector } : undefined;
     try {
       if (plan.exact && this.redisTier) {
-        await this.redisTier.put(plan.keys.exact, encoded, now, this.config.ttlMs, this.config.maxEntries, this.config.maxBytes);
+        await this.redisTier.put(plan.accountId, plan.keys.exact, encoded, now, this.config.ttlMs, this.config.maxEntries, this.config.maxBytes);
       }
     } catch (error) {
       this.deps.logger.warn({ err: error, req_id: requestId }, 'could not store the answer in the response cache (Redis)');
@@ -254,6 +278,7 @@ export class ResponseCache {
     const local = plan.exact && !this.redisTier;
     if (!this.store || (!local && !semantic)) return;
     const entry: NewEntry = {
+      accountId: plan.accountId,
       exactKey: local ? plan.keys.exact : undefined,
       partition: semantic?.partition,
       vector: semantic?.vector,

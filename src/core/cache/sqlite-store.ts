@@ -14,9 +14,11 @@ import type { Logger } from 'pino';
  * the semantic tier by its `partition` and `vector` (searched in vector-index.ts).
  */
 
-const LAYOUT = 1;
+const LAYOUT = 2;
 
 export interface NewEntry {
+  /** The account the answer belongs to (for purges; the keys already include the scope). */
+  accountId: string;
   exactKey: string | undefined;
   partition: string | undefined;
   vector: Float32Array | undefined;
@@ -75,8 +77,8 @@ export class CacheStore {
     this.byExact = db.prepare('SELECT id, answer, expires_at AS expiresAt FROM cache_entries WHERE exact_key = ?');
     this.byId = db.prepare('SELECT id, answer, expires_at AS expiresAt FROM cache_entries WHERE id = ?');
     this.insertStmt = db.prepare(
-      `INSERT INTO cache_entries (exact_key, partition, vector, model, answer, bytes, created_at, expires_at, used_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO cache_entries (account_id, exact_key, partition, vector, model, answer, bytes, created_at, expires_at, used_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     this.deleteExact = db.prepare('DELETE FROM cache_entries WHERE exact_key = ? RETURNING id, bytes');
     this.deleteId = db.prepare('DELETE FROM cache_entries WHERE id = ? RETURNING id, bytes');
@@ -118,6 +120,7 @@ export class CacheStore {
 DROP TABLE IF EXISTS cache_entries;
 CREATE TABLE cache_entries (
   id         INTEGER PRIMARY KEY,
+  account_id TEXT NOT NULL,
   exact_key  TEXT UNIQUE,
   partition  TEXT,
   vector     BLOB,
@@ -130,6 +133,7 @@ CREATE TABLE cache_entries (
 ) STRICT;
 CREATE INDEX cache_entries_lru ON cache_entries(used_at);
 CREATE INDEX cache_entries_expiry ON cache_entries(expires_at);
+CREATE INDEX cache_entries_account ON cache_entries(account_id);
 PRAGMA user_version = ${LAYOUT};`);
       }
       // A read that fails here (not a database, corrupted pages) sets the file aside.
@@ -183,7 +187,7 @@ PRAGMA user_version = ${LAYOUT};`);
         const vector = entry.vector ? Buffer.from(entry.vector.buffer, entry.vector.byteOffset, entry.vector.byteLength) : null;
         const bytes = entry.answer.length + (vector?.length ?? 0) + 64;
         if (entry.exactKey !== undefined) for (const row of this.deleteExact.all(entry.exactKey) as Array<{ id: number; bytes: number }>) this.forget(row, removed);
-        const result = this.insertStmt.run(entry.exactKey ?? null, entry.partition ?? null, vector, entry.model, entry.answer, bytes, entry.now, entry.now + entry.ttlMs, entry.now);
+        const result = this.insertStmt.run(entry.accountId, entry.exactKey ?? null, entry.partition ?? null, vector, entry.model, entry.answer, bytes, entry.now, entry.now + entry.ttlMs, entry.now);
         this.entries += 1;
         this.bytes += bytes;
         ids.push(Number(result.lastInsertRowid));
@@ -213,6 +217,20 @@ PRAGMA user_version = ${LAYOUT};`);
   delete(id: number): void {
     const removed: number[] = [];
     for (const row of this.deleteId.all(id) as Array<{ id: number; bytes: number }>) this.forget(row, removed);
+  }
+
+  /** Removes every entry, or one account's; returns the ids removed. */
+  purge(accountId: string | undefined): number[] {
+    const rows = (accountId === undefined ? this.db.prepare('DELETE FROM cache_entries RETURNING id, bytes').all() : this.db.prepare('DELETE FROM cache_entries WHERE account_id = ? RETURNING id, bytes').all(accountId)) as Array<{ id: number; bytes: number }>;
+    const removed: number[] = [];
+    for (const row of rows) this.forget(row, removed);
+    return removed;
+  }
+
+  /** Entries and bytes, and how many carry a vector (the semantic tier). */
+  stats(): { entries: number; bytes: number; semanticEntries: number } {
+    const row = this.db.prepare('SELECT count(*) AS entries, coalesce(sum(bytes), 0) AS bytes, count(vector) AS semantic FROM cache_entries').get() as { entries: number; bytes: number; semantic: number };
+    return { entries: row.entries, bytes: row.bytes, semanticEntries: row.semantic };
   }
 
   /** Drops expired entries and writes pending last-use times; returns the ids removed. */
