@@ -349,5 +349,26 @@ export function createMcpServer(app: App, principal: KeyPrincipal): McpServer {
       }),
   );
 
+  server.registerTool(
+    'purge_cache',
+    {
+      description:
+        "Removes cached answers from the gateway's response cache, so that the next calls go to the providers: one account's (account_id; a non-admin key only its own), or every account's (all: true, admin keys only).",
+      inputSchema: { account_id: accountRef, all: z.boolean().optional().describe('Every account (admins only)') },
+      outputSchema: { removed: z.number(), account_id: z.string().nullable() },
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    },
+    async ({ account_id: ref, all }) =>
+      run('purge_cache', async () => {
+        if (!app.cache) return fail('the response cache is not enabled on this gateway (cache.enabled in its config)');
+        if (all === true && ref !== undefined) return fail('give account_id or all, not both');
+        if (all === true && principal.account.role !== 'admin') return fail('all: only admin keys may empty the whole cache');
+        const target = all === true ? undefined : account(ref);
+        const removed = await app.cache.purge(target?.id);
+        app.logger.info({ account: target?.id ?? 'all', removed, by: principal.key.id }, 'response cache purged');
+        return result({ removed, account_id: target?.id ?? null });
+      }),
+  );
+
   return server;
 }

@@ -642,3 +642,21 @@ t.test('management API: what the cache holds, and purges of one account or all',
   t.equal(refused.status, 409);
   t.match(refused.body, { error: { code: 409, message: /not enabled/ } });
 });
+
+t.test('MCP: purge_cache, driven by the MCP SDK client', async (t) => {
+  const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+  const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+  const funded = await fundedKey(gw, { balance: 10 });
+  await openai(funded).chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'mcp purge' }] });
+  await gw.app.cache?.flush();
+  const client = new Client({ name: 'test', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${gw.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${gw.adminKey}` } } }));
+  t.teardown(() => client.close());
+  const purged = await client.callTool({ name: 'purge_cache', arguments: { account_id: funded.accountId } });
+  t.notOk(purged.isError, JSON.stringify(purged.content));
+  t.same(purged.structuredContent, { removed: 1, account_id: funded.accountId });
+  const again = await openai(funded).chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'mcp purge' }] }).withResponse();
+  t.equal(again.response.headers.get('x-gateway-cache'), 'miss', 'purged');
+  const both = await client.callTool({ name: 'purge_cache', arguments: { account_id: funded.accountId, all: true } });
+  t.ok(both.isError, 'account_id and all together: a tool error');
+});

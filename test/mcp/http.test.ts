@@ -36,6 +36,7 @@ t.test('MCP over Streamable HTTP: initialize, list tools, read-only tools, refus
     'list_ledger',
     'list_management_keys',
     'list_models',
+    'purge_cache',
     'query_usage',
     'revoke_api_key',
     'revoke_management_key',
@@ -47,7 +48,7 @@ t.test('MCP over Streamable HTTP: initialize, list tools, read-only tools, refus
     t.ok(tool.description && tool.outputSchema && tool.inputSchema, `${tool.name}: a description, input and output schemas`);
     const readOnly = tool.name.startsWith('list_') || ['whoami', 'get_balance', 'estimate_cost', 'query_usage'].includes(tool.name);
     t.equal(tool.annotations?.readOnlyHint, readOnly, `${tool.name}: readOnlyHint ${readOnly}`);
-    t.equal(tool.annotations?.destructiveHint ?? false, tool.name.startsWith('revoke_'), `${tool.name}: destructiveHint`);
+    t.equal(tool.annotations?.destructiveHint ?? false, tool.name.startsWith('revoke_') || tool.name === 'purge_cache', `${tool.name}: destructiveHint`);
   }
 
   const resources = await client.listResources();
