@@ -629,6 +629,10 @@ t.test('management API: what the cache holds, and purges of one account or all',
   t.equal(await ask(alice), 'miss', 'alice\'s entries are gone');
   t.equal(await ask(bob), 'exact', 'bob\'s are not');
 
+  const empty = await gw.http('DELETE', '/api/management/cache?account=', { token: gw.adminKey });
+  t.equal(empty.status, 400, 'an empty account is refused, not taken for all');
+  t.match(empty.body, { error: { code: 400, param: 'account' } });
+  t.equal(await ask(bob), 'exact', 'nothing purged');
   const all = await gw.http('DELETE', '/api/management/cache', { token: gw.adminKey });
   t.equal(all.status, 200);
   t.equal(all.body.account_id, null);
@@ -659,4 +663,24 @@ t.test('MCP: purge_cache, driven by the MCP SDK client', async (t) => {
   t.equal(again.response.headers.get('x-gateway-cache'), 'miss', 'purged');
   const both = await client.callTool({ name: 'purge_cache', arguments: { account_id: funded.accountId, all: true } });
   t.ok(both.isError, 'account_id and all together: a tool error');
+});
+
+t.test('gateway cache stats and purge (CLI)', async (t) => {
+  const funded = await fundedKey(gw, { balance: 10 });
+  await openai(funded).chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'cli purge' }] });
+  await gw.app.cache?.flush();
+  const account = (await gw.http('GET', `/api/management/accounts/${funded.accountId}`, { token: gw.adminKey })).body as { email: string };
+  const stats = await runCli(['cache', 'stats', '--json', '--url', gw.url, '--key', gw.adminKey]);
+  t.equal(stats.code, 0, stats.stderr);
+  t.match(JSON.parse(stats.stdout), { object: 'cache', enabled: true, entries: Number });
+  const human = await runCli(['cache', 'stats', '--url', gw.url, '--key', gw.adminKey]);
+  t.match(human.stdout, /entries\s+\d+ \(\d+ with a semantic vector\)/);
+  const usage = await runCli(['cache', 'purge', '--url', gw.url, '--key', gw.adminKey]);
+  t.equal(usage.code, 2, 'neither --email nor --all: a usage error');
+  t.match(usage.stderr, /give --email <account> or --all/);
+  const purge = await runCli(['cache', 'purge', '--email', account.email, '--url', gw.url, '--key', gw.adminKey]);
+  t.equal(purge.code, 0, purge.stderr);
+  t.match(purge.stdout, new RegExp(`removed 1 cached answer of ${account.email.replace(/[.]/g, '\\.')}`));
+  const again = await openai(funded).chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'cli purge' }] }).withResponse();
+  t.equal(again.response.headers.get('x-gateway-cache'), 'miss');
 });

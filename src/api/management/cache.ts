@@ -1,5 +1,5 @@
 import type { App } from '../../app.js';
-import { GatewayError } from '../../core/errors.js';
+import { errors, GatewayError } from '../../core/errors.js';
 import type { Route } from '../../http/server.js';
 import type { Router } from '../../http/router.js';
 import { requireManagementKey } from '../guards.js';
@@ -41,6 +41,8 @@ export function registerManagementCacheRoutes(router: Router<Route>, app: App): 
   router.add('DELETE', '/api/management/cache', {
     handle: async (ctx) => {
       const principal = requireManagementKey(app, ctx);
+      // `?account=` left empty is a mistake, not a request to empty every account's cache.
+      if (ctx.query.has('account') && queryString(ctx.query, 'account') === undefined) throw errors.invalidQuery('account', 'must be an account id or e-mail, or me (leave it out to purge every account)');
       const ref = queryString(ctx.query, 'account');
       if (ref === undefined) requireAdmin(principal);
       const account = ref === undefined ? undefined : scopedAccount(app, principal, ref);
