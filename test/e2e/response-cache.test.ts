@@ -684,3 +684,20 @@ t.test('gateway cache stats and purge (CLI)', async (t) => {
   const again = await openai(funded).chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'cli purge' }] }).withResponse();
   t.equal(again.response.headers.get('x-gateway-cache'), 'miss');
 });
+
+t.test('gateway keys create --no-cache and keys update --cache on|off', async (t) => {
+  const funded = await fundedKey(gw, { balance: 1 });
+  const account = (await gw.http('GET', `/api/management/accounts/${funded.accountId}`, { token: gw.adminKey })).body as { email: string };
+  const created = await runCli(['keys', 'create', '--email', account.email, '--name', 'no cache', '--no-cache', '--json', '--url', gw.url, '--key', gw.adminKey]);
+  t.equal(created.code, 0, created.stderr);
+  const key = JSON.parse(created.stdout) as { id: string; cache: boolean };
+  t.equal(key.cache, false, 'created opted out');
+  const on = await runCli(['keys', 'update', key.id, '--cache', 'on', '--json', '--url', gw.url, '--key', gw.adminKey]);
+  t.equal((JSON.parse(on.stdout) as { cache: boolean }).cache, true, 'opted back in');
+  const human = await runCli(['keys', 'update', key.id, '--cache', 'off', '--url', gw.url, '--key', gw.adminKey]);
+  t.equal(human.code, 0, human.stderr);
+  const bad = await runCli(['keys', 'update', key.id, '--cache', 'maybe', '--url', gw.url, '--key', gw.adminKey]);
+  t.equal(bad.code, 2, 'only on or off');
+  const listed = await gw.http('GET', `/api/management/api-keys/${key.id}`, { token: gw.adminKey });
+  t.equal(listed.body.cache, false);
+});
