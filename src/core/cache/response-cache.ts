@@ -106,15 +106,15 @@ export class ResponseCache {
     }
     const { exact, semantic } = tiers;
     if (!exact && !semantic) return undefined;
-    const scope = this.config.scope === 'key' ? `key:${ctx.apiKeyId}` : `account:${ctx.accountId}`;
-    const keys = cacheKeys(draft, model.id, scope);
-    const plan: CachePlan = { outcome: 'lookup', accountId: ctx.accountId, keys, exact, semantic: semantic && keys.semantic !== undefined, maxTokens: draft.maxTokens };
-    const bypass = (reason: string): CachePlan => ({ ...plan, outcome: 'bypass', reason });
+    // A bypassed call is neither looked up nor stored: no keys to hash.
+    const bypass = (reason: string): CachePlan => ({ outcome: 'bypass', reason, accountId: ctx.accountId, keys: { exact: '' }, exact: false, semantic: false, maxTokens: draft.maxTokens });
     if (noCache) return bypass('the request opted out');
     if (ctx.cache === false) return bypass('the key opted out');
     if (draft.temperature !== undefined && draft.temperature > this.config.maxTemperature) return bypass(`temperature above ${this.config.maxTemperature}`);
     if (!this.config.toolResults && draft.messages.at(-1)?.role === 'tool') return bypass('a tool result is pending');
-    return plan;
+    const scope = this.config.scope === 'key' ? `key:${ctx.apiKeyId}` : `account:${ctx.accountId}`;
+    const keys = cacheKeys(draft, model.id, scope);
+    return { outcome: 'lookup', accountId: ctx.accountId, keys, exact, semantic: semantic && keys.semantic !== undefined, maxTokens: draft.maxTokens };
   }
 
   /** Exact tier, then semantic tier (an embedding call, billed); undefined on a miss. */
