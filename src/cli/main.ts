@@ -22,7 +22,7 @@ export async function createProgram(io: Io, argv: readonly string[] = []): Promi
     .configureOutput({ writeOut: (text) => io.out(text), writeErr: (text) => io.err(text) });
   registerServeCommand(program, io);
   if (argv[0] !== 'serve') {
-    const [init, accounts, wallet, keys, models, usage, mcp, cache] = await Promise.all([
+    const [init, accounts, wallet, keys, models, usage, mcp, cache, db] = await Promise.all([
       import('./commands/init.js'),
       import('./commands/accounts.js'),
       import('./commands/wallet.js'),
@@ -31,6 +31,7 @@ export async function createProgram(io: Io, argv: readonly string[] = []): Promi
       import('./commands/usage.js'),
       import('./commands/mcp.js'),
       import('./commands/cache.js'),
+      import('./commands/db.js'),
     ]);
     init.registerInitCommand(program, io);
     accounts.registerAccountCommands(program, io);
@@ -41,6 +42,7 @@ export async function createProgram(io: Io, argv: readonly string[] = []): Promi
     usage.registerUsageCommands(program, io);
     mcp.registerMcpCommand(program, io);
     cache.registerCacheCommands(program, io);
+    db.registerDbCommands(program, io);
   }
   // Subcommands inherit exitOverride and output settings only when set on each of them.
   const apply = (command: Command): void => {
