@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { GatewayConfig, ModelConfig } from './config/types.js';
 import { KeyAuthenticator } from './core/auth/key-auth.js';
+import { KeyInvalidations } from './core/auth/key-invalidation.js';
 import { resolveJwtSecret, SessionTokens } from './core/auth/sessions.js';
 import { Catalog } from './core/catalog.js';
 import type { KeyKind } from './core/keys.js';
@@ -46,6 +47,8 @@ export interface App {
   readonly hostedImages: HostedImages;
   /** The response cache, when `cache.enabled`. */
   readonly cache: ResponseCache | undefined;
+  /** Key changes told to the other daemons, with Redis (started by main.ts). */
+  readonly keyInvalidations: KeyInvalidations | undefined;
 }
 
 /** Shutdown state, and hooks that end long-lived responses (SSE streams) when it begins. */
@@ -116,6 +119,7 @@ export function createApp(config: GatewayConfig, store: Store, redis: Redis | un
     media,
     hostedImages,
     cache,
+    keyInvalidations: redis ? new KeyInvalidations(redis, prefix, keyAuth, logger) : undefined,
   };
 }
 

@@ -5,12 +5,15 @@ import type { KeyRecord, KeysRepo } from '../../store/keys.js';
 /**
  * Resolves a presented key to its record. Records are cached in memory by the key's SHA-256
  * for a short time (the hot path does no avoidable I/O); this process's updates and
- * revocations invalidate at once, other daemons' within `ttlMs`. Last-use times are kept in
+ * revocations invalidate at once, other daemons' through Redis pub/sub (key-invalidation.ts),
+ * or within `ttlMs` without it. Last-use times are kept in
  * memory and written in batches.
  */
 export class KeyAuthenticator {
   private readonly cache = new Map<string, { record: KeyRecord; cachedAt: number }>();
   private readonly lastUsed = new Map<string, number>();
+  /** Told of every change this process makes (key-invalidation.ts tells the other daemons). */
+  onInvalidate: ((hash: string) => void) | undefined;
 
   constructor(
     private readonly repo: KeysRepo,
@@ -51,9 +54,15 @@ export class KeyAuthenticator {
     return record;
   }
 
-  /** Drops a key from the cache after it changed (by hash, which every record carries). */
+  /** Drops a key from the cache after it changed (by hash, which every record carries), here and on the other daemons. */
   invalidate(record: Pick<KeyRecord, 'keyHash'>): void {
     this.cache.delete(record.keyHash);
+    this.onInvalidate?.(record.keyHash);
+  }
+
+  /** Drops a key another daemon changed. */
+  forget(hash: string): void {
+    this.cache.delete(hash);
   }
 
   /** Writes collected last-use times; called on a timer and at shutdown. */
