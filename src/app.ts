@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { GatewayConfig, ModelConfig } from './config/types.js';
 import { KeyAuthenticator } from './core/auth/key-auth.js';
 import { KeyInvalidations } from './core/auth/key-invalidation.js';
+import { UsageRelay } from './core/management/usage-relay.js';
 import { resolveJwtSecret, SessionTokens } from './core/auth/sessions.js';
 import { Catalog } from './core/catalog.js';
 import type { KeyKind } from './core/keys.js';
@@ -49,6 +50,8 @@ export interface App {
   readonly cache: ResponseCache | undefined;
   /** Key changes told to the other daemons, with Redis (started by main.ts). */
   readonly keyInvalidations: KeyInvalidations | undefined;
+  /** The live usage feed across daemons, with Redis (started by main.ts). */
+  readonly usageRelay: UsageRelay | undefined;
 }
 
 /** Shutdown state, and hooks that end long-lived responses (SSE streams) when it begins. */
@@ -120,6 +123,7 @@ export function createApp(config: GatewayConfig, store: Store, redis: Redis | un
     hostedImages,
     cache,
     keyInvalidations: redis ? new KeyInvalidations(redis, prefix, keyAuth, logger) : undefined,
+    usageRelay: redis ? new UsageRelay(redis, prefix, usage, logger) : undefined,
   };
 }
 

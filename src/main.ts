@@ -65,13 +65,14 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   }
 
   const app = createApp(config, store, redis, logger);
-  await app.keyInvalidations?.start();
+  await Promise.all([app.keyInvalidations?.start(), app.usageRelay?.start()]);
   // Calls a stopped run settled but did not get into the ledger, before any new call (and
   // before the previous run's Redis holds, which still cover them, are dropped).
   if (!app.settlement.recoverOrphans().complete) {
     await app.settlement.close();
     app.holds.close();
     app.keyInvalidations?.close();
+    app.usageRelay?.close();
     if (redis) redis.disconnect();
     await store.close();
     servingLock?.release();
@@ -141,6 +142,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       app.holds.close();
       await app.upstream.close();
       app.keyInvalidations?.close();
+      app.usageRelay?.close();
       if (redis) await redis.quit().catch(() => redis?.disconnect());
       await store.close();
       servingLock?.release();

@@ -10,6 +10,8 @@ export type UsageListener = (record: UsageRecord) => void;
  */
 export class UsageService {
   private readonly feed = new EventEmitter();
+  /** Told of this daemon's rows (usage-relay.ts shows them on the other daemons' feeds). */
+  onPublish: ((record: UsageRecord) => void) | undefined;
 
   constructor(private readonly store: Store) {
     this.feed.setMaxListeners(0);
@@ -19,7 +21,14 @@ export class UsageService {
     return this.store.usage.list(filter);
   }
 
+  /** A row this daemon committed: to its listeners, and to the other daemons'. */
   publish(record: UsageRecord): void {
+    this.feed.emit('usage', record);
+    this.onPublish?.(record);
+  }
+
+  /** A row another daemon committed: to this daemon's listeners only. */
+  emit(record: UsageRecord): void {
     this.feed.emit('usage', record);
   }
 
