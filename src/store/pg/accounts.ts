@@ -1,0 +1,190 @@
+import type { Account, Role } from '../accounts.js';
+import type { KeyKind } from '../../core/keys.js';
+import type { KeyChanges, KeyRecord, NewKey } from '../keys.js';
+import type { PgSql } from './db.js';
+
+/**
+ * Accounts, keys and ended sessions on PostgreSQL (issue 16): the SQLite repos' contracts,
+ * async. Not wired into the daemon yet.
+ */
+
+interface AccountRow {
+  id: string;
+  email: string;
+  name: string;
+  password_hash: string | null;
+  role: Role;
+  balance_micros: number;
+  created_at: number;
+  updated_at: number;
+}
+
+const toAccount = (row: AccountRow): Account => ({
+  id: row.id,
+  email: row.email,
+  name: row.name,
+  passwordHash: row.password_hash,
+  role: row.role,
+  balanceMicros: row.balance_micros,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+});
+
+export class PgAccounts {
+  constructor(private readonly sql: PgSql) {}
+
+  /** Inserts an account; a taken e-mail (whatever its case) is a unique violation (23505). */
+  async insert(input: { id: string; email: string; name: string; passwordHash: string | null; role: Role; now: number }): Promise<Account> {
+    const [row] = await this.sql<AccountRow[]>`
+      INSERT INTO accounts (id, email, name, password_hash, role, balance_micros, created_at, updated_at)
+      VALUES (${input.id}, ${input.email}, ${input.name}, ${input.passwordHash}, ${input.role}, 0, ${input.now}, ${input.now}) RETURNING *`;
+    return toAccount(row as AccountRow);
+  }
+
+  async byId(id: string): Promise<Account | undefined> {
+    const [row] = await this.sql<AccountRow[]>`SELECT * FROM accounts WHERE id = ${id}`;
+    return row && toAccount(row);
+  }
+
+  /** By e-mail, whatever its case (SQLite's COLLATE NOCASE). */
+  async byEmail(email: string): Promise<Account | undefined> {
+    const [row] = await this.sql<AccountRow[]>`SELECT * FROM accounts WHERE lower(email) = lower(${email})`;
+    return row && toAccount(row);
+  }
+
+  async list(limit: number, offset: number): Promise<Account[]> {
+    return (await this.sql<AccountRow[]>`SELECT * FROM accounts ORDER BY created_at, id LIMIT ${limit} OFFSET ${offset}`).map(toAccount);
+  }
+
+  async countAdmins(): Promise<number> {
+    const [row] = await this.sql<Array<{ n: number }>>`SELECT count(*)::bigint AS n FROM accounts WHERE role = 'admin'`;
+    return row?.n ?? 0;
+  }
+}
+
+interface KeyRow {
+  id: string;
+  account_id: string;
+  name: string;
+  key_hash: string;
+  masked_key: string;
+  rate_limit: number | null;
+  budget_micros: number | null;
+  spent_micros: number;
+  expires_at: number | null;
+  revoked_at: number | null;
+  last_used_at: number | null;
+  created_at: number;
+  cache: boolean;
+}
+
+export class PgKeys {
+  private readonly table: 'api_keys' | 'management_keys';
+
+  constructor(
+    private readonly sql: PgSql,
+    readonly kind: KeyKind,
+  ) {
+    this.table = kind === 'api' ? 'api_keys' : 'management_keys';
+  }
+
+  async insert(key: NewKey): Promise<KeyRecord> {
+    if (this.kind === 'api') {
+      await this.sql`
+        INSERT INTO api_keys (id, account_id, name, key_hash, masked_key, rate_limit, budget_micros, expires_at, created_at, cache)
+        VALUES (${key.id}, ${key.accountId}, ${key.name}, ${key.keyHash}, ${key.maskedKey}, ${key.rateLimit ?? 10_000}, ${key.budgetMicros ?? null}, ${key.expiresAt}, ${key.now}, ${key.cache !== false})`;
+    } else {
+      await this.sql`
+        INSERT INTO management_keys (id, account_id, name, key_hash, masked_key, expires_at, created_at)
+        VALUES (${key.id}, ${key.accountId}, ${key.name}, ${key.keyHash}, ${key.maskedKey}, ${key.expiresAt}, ${key.now})`;
+    }
+    return (await this.byId(key.id)) as KeyRecord;
+  }
+
+  async byId(id: string): Promise<KeyRecord | undefined> {
+    const [row] = await this.sql<KeyRow[]>`SELECT ${this.columns()} FROM ${this.sql(this.table)} WHERE id = ${id}`;
+    return row && this.toRecord(row);
+  }
+
+  async byHash(hash: string): Promise<KeyRecord | undefined> {
+    const [row] = await this.sql<KeyRow[]>`SELECT ${this.columns()} FROM ${this.sql(this.table)} WHERE key_hash = ${hash}`;
+    return row && this.toRecord(row);
+  }
+
+  async listByAccount(accountId: string): Promise<KeyRecord[]> {
+    const rows = await this.sql<KeyRow[]>`SELECT ${this.columns()} FROM ${this.sql(this.table)} WHERE account_id = ${accountId} ORDER BY created_at, id`;
+    return rows.map((row) => this.toRecord(row));
+  }
+
+  async update(id: string, changes: KeyChanges): Promise<KeyRecord | undefined> {
+    const set: Record<string, unknown> = {};
+    if (changes.name !== undefined) set.name = changes.name;
+    if (changes.expiresAt !== undefined) set.expires_at = changes.expiresAt;
+    if (this.kind === 'api') {
+      if (changes.rateLimit !== undefined) set.rate_limit = changes.rateLimit;
+      if (changes.budgetMicros !== undefined) set.budget_micros = changes.budgetMicros;
+      if (changes.cache !== undefined) set.cache = changes.cache;
+    }
+    const columns = Object.keys(set);
+    if (columns.length > 0) await this.sql`UPDATE ${this.sql(this.table)} SET ${this.sql(set as Record<string, string | number | boolean | null>, columns)} WHERE id = ${id}`;
+    return this.byId(id);
+  }
+
+  /** Sets revoked_at once; revoking again keeps the first time. */
+  async revoke(id: string, now: number): Promise<KeyRecord | undefined> {
+    await this.sql`UPDATE ${this.sql(this.table)} SET revoked_at = coalesce(revoked_at, ${now}) WHERE id = ${id}`;
+    return this.byId(id);
+  }
+
+  /** Last use times collected in memory, in one statement. */
+  async touchMany(entries: Iterable<[string, number]>): Promise<void> {
+    const list = [...entries];
+    if (list.length === 0) return;
+    const ids = list.map(([id]) => id);
+    const times = list.map(([, at]) => at);
+    await this.sql`
+      UPDATE ${this.sql(this.table)} AS k SET last_used_at = greatest(coalesce(k.last_used_at, 0), t.at)
+        FROM unnest(${ids}::text[], ${times}::bigint[]) AS t(id, at) WHERE k.id = t.id`;
+  }
+
+  private columns() {
+    return this.kind === 'api'
+      ? this.sql`*`
+      : this.sql`id, account_id, name, key_hash, masked_key, NULL::integer AS rate_limit, NULL::bigint AS budget_micros, 0::bigint AS spent_micros, expires_at, revoked_at, last_used_at, created_at, true AS cache`;
+  }
+
+  private toRecord(row: KeyRow): KeyRecord {
+    return {
+      kind: this.kind,
+      id: row.id,
+      accountId: row.account_id,
+      name: row.name,
+      keyHash: row.key_hash,
+      maskedKey: row.masked_key,
+      rateLimit: row.rate_limit,
+      budgetMicros: row.budget_micros,
+      spentMicros: row.spent_micros,
+      expiresAt: row.expires_at,
+      revokedAt: row.revoked_at,
+      lastUsedAt: row.last_used_at,
+      createdAt: row.created_at,
+      cache: row.cache,
+    };
+  }
+}
+
+export class PgSessions {
+  constructor(private readonly sql: PgSql) {}
+
+  async revoke(jti: string, accountId: string, expiresAt: number): Promise<void> {
+    await this.sql`INSERT INTO session_revocations (jti, account_id, expires_at) VALUES (${jti}, ${accountId}, ${expiresAt}) ON CONFLICT (jti) DO NOTHING`;
+  }
+
+  async isRevoked(jti: string): Promise<boolean> {
+    return (await this.sql`SELECT 1 FROM session_revocations WHERE jti = ${jti}`).length > 0;
+  }
+
+  async purge(now: number): Promise<number> {
+    return (await this.sql`DELETE FROM session_revocations WHERE expires_at <= ${now}`).count;
+  }
+}
