@@ -284,7 +284,10 @@ t.test('a dead worker: searches miss, nothing throws, logged once', async (t) =>
   index.add('p', 1, vector);
   t.equal((await index.search('p', vector, 0.9))?.id, 1);
   const pending = index.search('p', vector, 0.9);
-  // As a crash would: the worker goes away without close().
+  // As a crash would: the worker goes away without close(). Its 'exit' event may come a turn
+  // after terminate() resolves; a timer keeps this process up until then (nothing else would).
+  const keepAlive = setInterval(() => undefined, 1000);
+  t.teardown(() => clearInterval(keepAlive));
   const worker = (index as unknown as { worker: Worker }).worker;
   await worker.terminate();
   t.equal(await pending, undefined, 'a search waiting when it died resolves as a miss');
@@ -306,4 +309,19 @@ t.test('close: waiting searches resolve as misses', async (t) => {
   t.equal(await pending, undefined);
   t.equal(await index.search('p', randomUnit(next), 0), undefined);
   await index.close(); // twice is fine
+});
+
+t.test('close while the worker is busy in hnswlib: it exits between two messages, the process lives on', async (t) => {
+  const next = random(10);
+  const index = VectorIndex.open({ logger: silent, tuning: { flatLimit: 0 } });
+  // A long run of HNSW inserts queued: close() arrives while the worker is inside addPoint.
+  for (let i = 1; i <= 4000; i++) index.add('p', i, randomUnit(next));
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  const worker = (index as unknown as { worker: Worker }).worker;
+  let exitCode: number | undefined;
+  worker.once('exit', (code) => {
+    exitCode = code;
+  });
+  await index.close();
+  t.equal(exitCode, 0, 'the worker exited by itself (not terminated mid-call)');
 });

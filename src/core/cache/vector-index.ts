@@ -102,12 +102,28 @@ export class VectorIndex {
     return reply?.type === 'size' ? reply.size : 0;
   }
 
-  /** Stops the worker; searches still waiting resolve as misses. */
-  async close(): Promise<void> {
+  /**
+   * Stops the worker; searches still waiting resolve as misses. The worker is asked to exit
+   * between two of its messages (terminating it inside hnswlib's native code can abort the
+   * process); only if it has not within `graceMs` (a long rebuild) is it terminated.
+   */
+  async close(graceMs = 10_000): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    const wasRunning = !this.stopped;
     this.stop();
-    await this.worker.terminate();
+    if (!wasRunning) {
+      await this.worker.terminate();
+      return;
+    }
+    const exited = new Promise<boolean>((resolve) => {
+      this.worker.once('exit', () => resolve(true));
+      const timer = setTimeout(() => resolve(false), graceMs);
+      timer.unref();
+    });
+    this.worker.ref();
+    this.post({ type: 'close' });
+    if (!(await exited)) await this.worker.terminate();
   }
 
   private request(build: (seq: number) => WorkerRequest, transfer: ArrayBuffer[] = []): Promise<WorkerReply | undefined> {

@@ -47,7 +47,8 @@ export type WorkerRequest =
   | { type: 'remove'; ids: readonly number[] }
   | { type: 'search'; seq: number; partition: string; vector: Float32Array; minSimilarity: number }
   | { type: 'size'; seq: number }
-  | { type: 'loaded'; seq: number };
+  | { type: 'loaded'; seq: number }
+  | { type: 'close' };
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
@@ -446,6 +447,10 @@ function run(): void {
         if (loading) loadWaiters.push(message.seq);
         else reply({ type: 'loaded', seq: message.seq, size: store.size });
         break;
+      case 'close':
+        // Between two messages, never inside hnswlib: a worker terminated while native code
+        // runs can abort the whole process (napi_throw during termination).
+        process.exit(0);
     }
   };
 
