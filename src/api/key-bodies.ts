@@ -2,6 +2,7 @@ import { errors } from '../core/errors.js';
 import type { KeyKind } from '../core/keys.js';
 import type { NewKeyInput } from '../core/management/keys.js';
 import {
+  optionalBoolean,
   optionalFutureDate,
   optionalInr,
   optionalInteger,
@@ -38,7 +39,7 @@ export function parseKeyCreate(kind: KeyKind, raw: unknown, now: number): NewKey
   if (kind === 'api') {
     input.rateLimit = optionalInteger(body, 'rate_limit', 1, MAX_RATE_LIMIT) ?? MAX_RATE_LIMIT;
     input.budgetMicros = budgetOf(body) ?? null;
-    const cache = optionalBool(body, 'cache');
+    const cache = optionalBoolean(body, 'cache');
     if (cache !== undefined) input.cache = cache;
   }
   return input;
@@ -58,16 +59,9 @@ export function parseKeyUpdate(kind: KeyKind, raw: unknown, now: number): KeyCha
     if (rateLimit !== undefined) changes.rateLimit = rateLimit;
     const budget = budgetOf(body);
     if (budget !== undefined) changes.budgetMicros = budget;
-    const cache = optionalBool(body, 'cache');
+    const cache = optionalBoolean(body, 'cache');
     if (cache !== undefined) changes.cache = cache;
   }
   return changes;
 }
 
-/** `cache`: whether the response cache may serve and store the key's calls (default true). */
-function optionalBool(body: JsonObject, field: string): boolean | undefined {
-  const value = body[field];
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'boolean') throw errors.invalidField(field, 'must be true or false');
-  return value;
-}

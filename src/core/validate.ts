@@ -110,3 +110,11 @@ export function requiredModel(body: JsonObject): string {
   if (typeof model !== 'string' || model.trim() === '') throw errors.invalidField('model', 'must be a non-empty string (<provider>/<model>; GET /v1/models lists them)');
   return model;
 }
+
+/** A boolean field; `name` is the field's name in messages when it is nested (`stream_options.include_usage`). */
+export function optionalBoolean(body: JsonObject, field: string, name = field): boolean | undefined {
+  const value = body[field];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'boolean') throw errors.invalidField(name, 'must be true or false');
+  return value;
+}

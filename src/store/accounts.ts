@@ -14,7 +14,8 @@ export interface Account {
   updatedAt: number;
 }
 
-interface AccountRow {
+/** An accounts row, as both backends read it. */
+export interface AccountRow {
   id: string;
   email: string;
   name: string;
@@ -25,7 +26,7 @@ interface AccountRow {
   updated_at: number;
 }
 
-const toAccount = (row: AccountRow): Account => ({
+export const toAccount = (row: AccountRow): Account => ({
   id: row.id,
   email: row.email,
   name: row.name,

@@ -24,7 +24,8 @@ export interface KeyRecord {
   cache: boolean;
 }
 
-interface KeyRow {
+/** A key row, as both backends read it (`cache` is 0/1 in SQLite, a boolean in PostgreSQL). */
+export interface KeyRow {
   id: string;
   account_id: string;
   name: string;
@@ -37,7 +38,7 @@ interface KeyRow {
   revoked_at: number | null;
   last_used_at: number | null;
   created_at: number;
-  cache: number;
+  cache: number | boolean;
 }
 
 export interface NewKey {
@@ -180,23 +181,27 @@ export class KeysRepo {
   }
 
   private toRecord(row: KeyRow): KeyRecord {
-    return {
-      kind: this.kind,
-      id: row.id,
-      accountId: row.account_id,
-      name: row.name,
-      keyHash: row.key_hash,
-      maskedKey: row.masked_key,
-      rateLimit: row.rate_limit,
-      budgetMicros: row.budget_micros,
-      spentMicros: row.spent_micros,
-      expiresAt: row.expires_at,
-      revokedAt: row.revoked_at,
-      lastUsedAt: row.last_used_at,
-      createdAt: row.created_at,
-      cache: row.cache !== 0,
-    };
+    return toKeyRecord(this.kind, row);
   }
+}
+
+export function toKeyRecord(kind: KeyKind, row: KeyRow): KeyRecord {
+  return {
+    kind,
+    id: row.id,
+    accountId: row.account_id,
+    name: row.name,
+    keyHash: row.key_hash,
+    maskedKey: row.masked_key,
+    rateLimit: row.rate_limit,
+    budgetMicros: row.budget_micros,
+    spentMicros: row.spent_micros,
+    expiresAt: row.expires_at,
+    revokedAt: row.revoked_at,
+    lastUsedAt: row.last_used_at,
+    createdAt: row.created_at,
+    cache: row.cache !== 0 && row.cache !== false,
+  };
 }
 
 export type KeyStatus = 'active' | 'expired' | 'revoked' | 'exhausted';

@@ -18,7 +18,8 @@ export interface LedgerEntry {
   createdAt: number;
 }
 
-interface LedgerRow {
+/** A ledger row, as both backends read it. */
+export interface LedgerRow {
   id: number;
   account_id: string;
   kind: LedgerKind;
@@ -32,7 +33,7 @@ interface LedgerRow {
   created_at: number;
 }
 
-const toEntry = (row: LedgerRow): LedgerEntry => ({
+export const toEntry = (row: LedgerRow): LedgerEntry => ({
   id: row.id,
   accountId: row.account_id,
   kind: row.kind,

@@ -57,3 +57,22 @@ export function defineScript(redis: Redis, name: string, numberOfKeys: number, l
   if (!command) throw new Error(`could not define the Redis script ${name}`);
   return command.bind(redis);
 }
+
+/**
+ * Subscribes `onMessage` to a channel on a connection of its own (a subscribed connection
+ * takes no other command), waiting at most `timeoutMs` at start. On failure it says so and
+ * ioredis keeps trying, subscribing again once Redis answers (autoResubscribe).
+ */
+export async function subscribe(redis: Redis, channel: string, onMessage: (message: string) => void, timeoutMs = 3000): Promise<{ subscriber: Redis; subscribed: boolean }> {
+  const subscriber = redis.duplicate({ lazyConnect: true });
+  subscriber.on('error', () => undefined); // the main connection reports Redis errors
+  subscriber.on('message', (from: string, message: string) => {
+    if (from === channel) onMessage(message);
+  });
+  try {
+    await withTimeout(subscriber.connect().then(() => subscriber.subscribe(channel)), timeoutMs);
+    return { subscriber, subscribed: true };
+  } catch {
+    return { subscriber, subscribed: false };
+  }
+}

@@ -44,7 +44,8 @@ export type NewUsage = Omit<UsageRecord, 'id' | 'unit' | 'units' | 'cache' | 'ca
   cacheSavedMicros?: number;
 };
 
-interface UsageRow {
+/** A usage row, as both backends read it (`stream` is 0/1 in SQLite, a boolean in PostgreSQL). */
+export interface UsageRow {
   id: number;
   request_id: string;
   account_id: string;
@@ -52,7 +53,7 @@ interface UsageRow {
   model: string;
   provider: string;
   endpoint: string;
-  stream: number;
+  stream: number | boolean;
   input_tokens: number;
   output_tokens: number;
   cache_read_tokens: number;
@@ -70,7 +71,7 @@ interface UsageRow {
   cache_saved_micros: number;
 }
 
-const toRecord = (row: UsageRow): UsageRecord => ({
+export const toUsageRecord = (row: UsageRow): UsageRecord => ({
   id: row.id,
   requestId: row.request_id,
   accountId: row.account_id,
@@ -78,7 +79,7 @@ const toRecord = (row: UsageRow): UsageRecord => ({
   model: row.model,
   provider: row.provider,
   endpoint: row.endpoint,
-  stream: row.stream === 1,
+  stream: row.stream === 1 || row.stream === true,
   inputTokens: row.input_tokens,
   outputTokens: row.output_tokens,
   cacheReadTokens: row.cache_read_tokens,
@@ -213,7 +214,7 @@ export class UsageRepo {
     if (filter.endpoint !== undefined) add('endpoint = @endpoint', 'endpoint', filter.endpoint);
     if (filter.outcome !== undefined) where.push(filter.outcome === 'ok' ? 'status < 400' : 'status >= 400');
     const sql = `SELECT * FROM usage ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT @limit`;
-    return (this.db.prepare(sql).all(params) as UsageRow[]).map(toRecord);
+    return (this.db.prepare(sql).all(params) as UsageRow[]).map(toUsageRecord);
   }
 
   /** An account's calls, failures and spend in [since, until): one walk of the account index. */

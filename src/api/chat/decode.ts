@@ -1,7 +1,7 @@
 import type { ContentPart, ImageSource, Message, ResponseFormat, TextPart, ToolCall, ToolChoice, ToolDefinition } from '../../core/canonical.js';
 import { errors } from '../../core/errors.js';
 import type { ChatDraft } from '../../core/gateway/chat.js';
-import { isObject, optionalNumberIn, requiredModel, type JsonObject } from '../../core/validate.js';
+import { isObject, optionalBoolean, optionalNumberIn, requiredModel, type JsonObject } from '../../core/validate.js';
 
 /**
  * OpenAI chat completions request → canonical draft. Pure: validates every field it maps
@@ -92,12 +92,6 @@ export function decodeChatCompletion(raw: unknown): DecodedChatCompletion {
   return { draft, includeUsage };
 }
 
-function optionalBoolean(body: JsonObject, field: string, name = field): boolean | undefined {
-  const value = body[field];
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'boolean') throw errors.invalidField(name, 'must be true or false');
-  return value;
-}
 
 function positiveInt(body: JsonObject, field: string): number | undefined {
   const value = body[field];

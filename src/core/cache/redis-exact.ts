@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { defineScript, type RedisScript } from '../../store/redis.js';
 
 /**
  * The exact tier shared by every daemon through Redis: one string per answer (expiring with
@@ -43,12 +43,6 @@ while redis.call('ZCARD', KEYS[2]) > tonumber(ARGV[4]) or tonumber(redis.call('G
 end
 return evicted`;
 
-interface Script {
-  text: string;
-  sha: string;
-}
-
-// KEYS: entry, lru, expiry, sizes, bytes.
 const FORGET = `
 local existed = redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], KEYS[1])
@@ -60,21 +54,22 @@ if size then
 end
 return existed`;
 
-const script = (text: string): Script => ({ text, sha: createHash('sha1').update(text).digest('hex') });
-const GET_SCRIPT = script(GET);
-const PUT_SCRIPT = script(PUT);
-const FORGET_SCRIPT = script(FORGET);
-
 export class RedisExactTier {
   private readonly lru: string;
   private readonly expiry: string;
   private readonly sizes: string;
   private readonly bytes: string;
+  private readonly getScript: RedisScript;
+  private readonly putScript: RedisScript;
+  private readonly forgetScript: RedisScript;
 
   constructor(
     private readonly redis: Redis,
     private readonly prefix: string,
   ) {
+    this.getScript = defineScript(redis, 'gatewayCacheGet', 5, GET);
+    this.putScript = defineScript(redis, 'gatewayCachePut', 5, PUT);
+    this.forgetScript = defineScript(redis, 'gatewayCacheForget', 5, FORGET);
     this.lru = `${prefix}cache:lru`;
     this.expiry = `${prefix}cache:expiry`;
     this.sizes = `${prefix}cache:sizes`;
@@ -87,27 +82,17 @@ export class RedisExactTier {
   }
 
   async get(accountId: string, key: string, now: number): Promise<string | undefined> {
-    const value = (await this.run(GET_SCRIPT, [this.entryKey(accountId, key), this.lru, this.expiry, this.sizes, this.bytes], [now])) as string | null;
+    const value = (await this.getScript(this.entryKey(accountId, key), this.lru, this.expiry, this.sizes, this.bytes, now)) as string | null;
     return value ?? undefined;
   }
 
   /** Stores an answer; returns how many least recently used entries it evicted. */
   async put(accountId: string, key: string, answer: string, now: number, ttlMs: number, maxEntries: number, maxBytes: number): Promise<number> {
-    return (await this.run(PUT_SCRIPT, [this.entryKey(accountId, key), this.lru, this.expiry, this.sizes, this.bytes], [answer, now, ttlMs, maxEntries, maxBytes])) as number;
-  }
-
-  /** EVALSHA (the script's hash, not its text, on every call); EVAL once when Redis does not know it yet. */
-  private async run(lua: Script, keys: string[], args: Array<string | number>): Promise<unknown> {
-    try {
-      return await this.redis.evalsha(lua.sha, keys.length, ...keys, ...args);
-    } catch (error) {
-      if (!(error instanceof Error) || !error.message.includes('NOSCRIPT')) throw error;
-      return this.redis.eval(lua.text, keys.length, ...keys, ...args);
-    }
+    return (await this.putScript(this.entryKey(accountId, key), this.lru, this.expiry, this.sizes, this.bytes, answer, now, ttlMs, maxEntries, maxBytes)) as number;
   }
 
   async delete(accountId: string, key: string): Promise<void> {
-    await this.run(FORGET_SCRIPT, [this.entryKey(accountId, key), this.lru, this.expiry, this.sizes, this.bytes], []);
+    await this.forgetScript(this.entryKey(accountId, key), this.lru, this.expiry, this.sizes, this.bytes);
   }
 
   /** Removes every entry, or one account's (SCAN, then one script per entry); returns how many. */
@@ -118,7 +103,7 @@ export class RedisExactTier {
     do {
       const [next, keys] = await this.redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500);
       cursor = next;
-      for (const key of keys) removed += (await this.run(FORGET_SCRIPT, [key, this.lru, this.expiry, this.sizes, this.bytes], [])) as number;
+      for (const key of keys) removed += (await this.forgetScript(key, this.lru, this.expiry, this.sizes, this.bytes)) as number;
     } while (cursor !== '0');
     return removed;
   }

@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { UsageRecord } from '../../store/usage.js';
 import type { UsageService } from './usage.js';
+import { subscribe } from '../../store/redis.js';
 
 /**
  * The live usage feed across daemons. Each daemon publishes the rows it applied to the ledger
@@ -29,12 +30,9 @@ export class UsageRelay {
   }
 
   async start(): Promise<void> {
-    const subscriber = this.redis.duplicate({ lazyConnect: true });
-    this.subscriber = subscriber;
-    subscriber.on('error', () => undefined); // the main connection reports Redis errors
-    subscriber.on('message', (channel: string, message: string) => {
+    const { subscriber, subscribed } = await subscribe(this.redis, this.channel, (message) => {
       // Parsed only when someone here is watching.
-      if (channel !== this.channel || this.usage.subscribers === 0) return;
+      if (this.usage.subscribers === 0) return;
       let batch: { from?: unknown; rows?: unknown };
       try {
         batch = JSON.parse(message) as { from?: unknown; rows?: unknown };
@@ -44,19 +42,8 @@ export class UsageRelay {
       if (batch.from === this.origin || !Array.isArray(batch.rows)) return;
       for (const row of batch.rows as UsageRecord[]) this.usage.emit(row);
     });
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error('Redis did not answer within 3 s')), 3000);
-        timer.unref();
-      });
-      await Promise.race([subscriber.connect().then(() => subscriber.subscribe(this.channel)), timeout]);
-    } catch (error) {
-      // ioredis reconnects and subscribes again once Redis answers.
-      this.logger.warn({ err: { message: (error as Error).message } }, 'could not subscribe to the other daemons\' usage yet; the live feed shows this daemon\'s calls meanwhile');
-    } finally {
-      clearTimeout(timer);
-    }
+    this.subscriber = subscriber;
+    if (!subscribed) this.logger.warn("could not subscribe to the other daemons' usage yet; the live feed shows this daemon's calls meanwhile");
   }
 
   close(): void {

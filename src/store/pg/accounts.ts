@@ -1,34 +1,12 @@
-import type { Account, Role } from '../accounts.js';
+import { toAccount, type Account, type AccountRow, type Role } from '../accounts.js';
 import type { KeyKind } from '../../core/keys.js';
-import type { KeyChanges, KeyRecord, NewKey } from '../keys.js';
+import { toKeyRecord, type KeyChanges, type KeyRecord, type KeyRow, type NewKey } from '../keys.js';
 import type { PgSql } from './db.js';
 
 /**
  * Accounts, keys and ended sessions on PostgreSQL (issue 16): the SQLite repos' contracts,
  * async. Not wired into the daemon yet.
  */
-
-interface AccountRow {
-  id: string;
-  email: string;
-  name: string;
-  password_hash: string | null;
-  role: Role;
-  balance_micros: number;
-  created_at: number;
-  updated_at: number;
-}
-
-const toAccount = (row: AccountRow): Account => ({
-  id: row.id,
-  email: row.email,
-  name: row.name,
-  passwordHash: row.password_hash,
-  role: row.role,
-  balanceMicros: row.balance_micros,
-  createdAt: row.created_at,
-  updatedAt: row.updated_at,
-});
 
 export class PgAccounts {
   constructor(private readonly sql: PgSql) {}
@@ -60,22 +38,6 @@ export class PgAccounts {
     const [row] = await this.sql<Array<{ n: number }>>`SELECT count(*)::bigint AS n FROM accounts WHERE role = 'admin'`;
     return row?.n ?? 0;
   }
-}
-
-interface KeyRow {
-  id: string;
-  account_id: string;
-  name: string;
-  key_hash: string;
-  masked_key: string;
-  rate_limit: number | null;
-  budget_micros: number | null;
-  spent_micros: number;
-  expires_at: number | null;
-  revoked_at: number | null;
-  last_used_at: number | null;
-  created_at: number;
-  cache: boolean;
 }
 
 export class PgKeys {
@@ -154,22 +116,7 @@ export class PgKeys {
   }
 
   private toRecord(row: KeyRow): KeyRecord {
-    return {
-      kind: this.kind,
-      id: row.id,
-      accountId: row.account_id,
-      name: row.name,
-      keyHash: row.key_hash,
-      maskedKey: row.masked_key,
-      rateLimit: row.rate_limit,
-      budgetMicros: row.budget_micros,
-      spentMicros: row.spent_micros,
-      expiresAt: row.expires_at,
-      revokedAt: row.revoked_at,
-      lastUsedAt: row.last_used_at,
-      createdAt: row.created_at,
-      cache: row.cache,
-    };
+    return toKeyRecord(this.kind, row);
   }
 }
 

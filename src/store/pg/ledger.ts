@@ -1,4 +1,4 @@
-import type { ChargeInput, CreditInput, LedgerEntry, LedgerKind } from '../ledger.js';
+import { toEntry, type ChargeInput, type CreditInput, type LedgerEntry, type LedgerKind, type LedgerRow } from '../ledger.js';
 import type { PgSql } from './db.js';
 
 /**
@@ -10,34 +10,6 @@ import type { PgSql } from './db.js';
  *
  * Not wired into the daemon yet: the store interface it plugs into is the next step.
  */
-
-interface LedgerRow {
-  id: number;
-  account_id: string;
-  kind: LedgerKind;
-  amount_micros: number;
-  balance_after_micros: number;
-  reference: string | null;
-  request_id: string | null;
-  api_key_id: string | null;
-  note: string | null;
-  created_by: string | null;
-  created_at: number;
-}
-
-const toEntry = (row: LedgerRow): LedgerEntry => ({
-  id: row.id,
-  accountId: row.account_id,
-  kind: row.kind,
-  amountMicros: row.amount_micros,
-  balanceAfterMicros: row.balance_after_micros,
-  reference: row.reference,
-  requestId: row.request_id,
-  apiKeyId: row.api_key_id,
-  note: row.note,
-  createdBy: row.created_by,
-  createdAt: row.created_at,
-});
 
 /** A unique index said no (a reference or a request id already in the ledger). */
 function isUniqueViolation(error: unknown): boolean {

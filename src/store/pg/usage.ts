@@ -1,4 +1,4 @@
-import type { CacheOutcome, NewUsage, UsageDay, UsageFilter, UsageRecord, UsageTop, UsageTotals } from '../usage.js';
+import { toUsageRecord, type NewUsage, type UsageDay, type UsageFilter, type UsageRecord, type UsageRow, type UsageTop, type UsageTotals } from '../usage.js';
 import type { PgSql } from './db.js';
 
 /**
@@ -6,58 +6,6 @@ import type { PgSql } from './db.js';
  * with their settlement batch (`insertMany` inside `PgLedger.chargeMany`'s transaction), so a
  * charge never exists without its row. Not wired into the daemon yet.
  */
-
-interface UsageRow {
-  id: number;
-  request_id: string;
-  account_id: string;
-  api_key_id: string | null;
-  model: string;
-  provider: string;
-  endpoint: string;
-  stream: boolean;
-  input_tokens: number;
-  output_tokens: number;
-  cache_read_tokens: number;
-  cache_write_tokens: number;
-  unit: string;
-  units: number;
-  cost_micros: number;
-  uncharged_micros: number;
-  status: number;
-  error_type: string | null;
-  latency_ms: number;
-  created_at: number;
-  cache: CacheOutcome | null;
-  cache_similarity: number | null;
-  cache_saved_micros: number;
-}
-
-const toRecord = (row: UsageRow): UsageRecord => ({
-  id: row.id,
-  requestId: row.request_id,
-  accountId: row.account_id,
-  apiKeyId: row.api_key_id,
-  model: row.model,
-  provider: row.provider,
-  endpoint: row.endpoint,
-  stream: row.stream,
-  inputTokens: row.input_tokens,
-  outputTokens: row.output_tokens,
-  cacheReadTokens: row.cache_read_tokens,
-  cacheWriteTokens: row.cache_write_tokens,
-  unit: row.unit,
-  units: row.units,
-  costMicros: row.cost_micros,
-  unchargedMicros: row.uncharged_micros,
-  status: row.status,
-  errorType: row.error_type,
-  latencyMs: row.latency_ms,
-  createdAt: row.created_at,
-  cache: row.cache,
-  cacheSimilarity: row.cache_similarity,
-  cacheSavedMicros: row.cache_saved_micros,
-});
 
 /** The columns of a new row, defaults filled as the SQLite repo fills them. */
 function columnsOf(usage: NewUsage) {
@@ -100,7 +48,7 @@ export class PgUsage {
     const out: UsageRecord[] = [];
     for (let i = 0; i < rows.length; i += 1000) {
       const inserted = await tx<UsageRow[]>`INSERT INTO usage ${tx(rows.slice(i, i + 1000).map(columnsOf))} RETURNING *`;
-      for (const row of inserted) out.push(toRecord(row));
+      for (const row of inserted) out.push(toUsageRecord(row));
     }
     return out;
   }
@@ -123,7 +71,7 @@ export class PgUsage {
     if (filter.outcome !== undefined) where.push(filter.outcome === 'ok' ? sql`status < 400` : sql`status >= 400`);
     const clause = where.reduce((all, part) => sql`${all} AND ${part}`);
     const rows = await sql<UsageRow[]>`SELECT * FROM usage WHERE ${clause} ORDER BY id DESC LIMIT ${filter.limit}`;
-    return rows.map(toRecord);
+    return rows.map(toUsageRecord);
   }
 
   /** An account's calls, failures and spend in [since, until). */
