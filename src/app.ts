@@ -23,7 +23,7 @@ import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './core/li
 import { UpstreamClient } from './providers/shared/upstream.js';
 import { ResponseCache, type PromptEmbedder } from './core/cache/response-cache.js';
 import { ConfigError } from './config/load.js';
-import type { Store } from './store/store.js';
+import type { Store } from './store/types.js';
 
 /** Everything a request handler may use, built once at start. */
 export interface App {

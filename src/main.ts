@@ -7,8 +7,8 @@ import { buildRouter } from './api/routes.js';
 import type { GatewayConfig } from './config/types.js';
 import { createHttpServer } from './http/server.js';
 import { connectRedis, createRedis } from './store/redis.js';
-import { ServingLock } from './store/serving-lock.js';
-import { Store } from './store/store.js';
+import { openStore } from './store/open.js';
+import type { Store } from './store/types.js';
 
 export interface RunningGateway {
   app: App;
@@ -37,15 +37,12 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   logFlush.unref();
   // Without Redis this daemon must be the database's only one (serving-lock.ts); it then
   // also remembers admission's funds between calls.
-  const servingLock = ServingLock.take(config.database.path, config.redis ? 'shared' : 'alone');
-  let store: Store;
+  const store: Store = await openStore(config.database, { onCheckpointError: (message) => logger.warn({ err: { message } }, 'WAL checkpoint failed') });
+  let servingLock: Awaited<ReturnType<Store['lockServing']>>;
   try {
-    store = Store.open(config.database.path, {
-      busyTimeoutMs: config.database.busyTimeoutMs,
-      onCheckpointError: (message) => logger.warn({ err: { message } }, 'WAL checkpoint failed'),
-    });
+    servingLock = await store.lockServing(config.redis ? 'shared' : 'alone');
   } catch (error) {
-    servingLock?.release();
+    await store.close();
     throw error;
   }
   if (!config.redis) store.cacheFunds();
@@ -74,8 +71,8 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     app.keyInvalidations?.close();
     app.usageRelay?.close();
     if (redis) redis.disconnect();
+    await servingLock?.release();
     await store.close();
-    servingLock?.release();
     throw new Error('the billing journal a stopped daemon left could not be applied (the database is busy): start again once it is free');
   }
   if (app.holds instanceof RedisHoldStore) {
@@ -91,12 +88,12 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     trustProxy: config.server.trustProxy,
     isShuttingDown: () => app.lifecycle.shuttingDown,
   });
-  const flushTimer = setInterval(() => flushLastUsed(app), LAST_USED_FLUSH_MS);
+  const flushTimer = setInterval(() => void flushLastUsed(app), LAST_USED_FLUSH_MS);
   flushTimer.unref();
   // Logged-out sessions are remembered until their tokens would have expired anyway.
   const purgeSessions = (): void => {
     try {
-      app.store.sessions.purge(Date.now());
+      Promise.resolve(app.store.sessions.purge(Date.now())).catch((error: unknown) => logger.warn({ err: error }, 'could not purge ended sessions'));
     } catch (error) {
       logger.warn({ err: error }, 'could not purge ended sessions');
     }
@@ -115,7 +112,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;
-  logger.info({ url, config: config.source, database: config.database.path, redis: config.redis ? 'enabled' : 'disabled', models: config.models.length }, 'gateway listening');
+  logger.info({ url, config: config.source, database: store.description, redis: config.redis ? 'enabled' : 'disabled', models: config.models.length }, 'gateway listening');
   logger.flush();
 
   let closing: Promise<void> | undefined;
@@ -132,7 +129,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
         server.closeAllConnections();
         await closed;
       }
-      flushLastUsed(app);
+      await flushLastUsed(app);
       // Streams cut at the timeout settle (as 499) once their connections have closed.
       app.media.stopDrains();
       await Promise.all([app.chat.settled(2000), app.media.settled(2000)]);
@@ -144,8 +141,8 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       app.keyInvalidations?.close();
       app.usageRelay?.close();
       if (redis) await redis.quit().catch(() => redis?.disconnect());
+      await servingLock?.release();
       await store.close();
-      servingLock?.release();
       clearInterval(logFlush);
       logger.info('gateway stopped');
       await new Promise<void>((resolve) => logger.flush(() => resolve()));
@@ -155,10 +152,9 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   return { app, server, url, close };
 }
 
-function flushLastUsed(app: App): void {
+async function flushLastUsed(app: App): Promise<void> {
   try {
-    app.keyAuth.api.flushLastUsed();
-    app.keyAuth.management.flushLastUsed();
+    await Promise.all([app.keyAuth.api.flushLastUsed(), app.keyAuth.management.flushLastUsed()]);
   } catch (error) {
     app.logger.error({ err: error }, 'could not record key last-use times');
   }

@@ -24,8 +24,8 @@ async function requireAdminSession(app: App, ctx: RequestContext): Promise<Accou
   return account;
 }
 
-function accountParam(app: App, ctx: RequestContext): Account {
-  return app.accounts.resolve(ctx.params.id as string);
+async function accountParam(app: App, ctx: RequestContext): Promise<Account> {
+  return await app.accounts.resolve(ctx.params.id as string);
 }
 
 export function registerAdminRoutes(router: Router<Route>, app: App): void {
@@ -35,7 +35,7 @@ export function registerAdminRoutes(router: Router<Route>, app: App): void {
       app.store.barrier.pass();
       const limit = queryInt(ctx.query, 'limit', 1, 1000, 200);
       const offset = queryInt(ctx.query, 'offset', 0, Number.MAX_SAFE_INTEGER, 0);
-      ctx.send(200, { object: 'list', data: app.accounts.list(limit, offset).map(presentAccount) });
+      ctx.send(200, { object: 'list', data: (await app.accounts.list(limit, offset)).map(presentAccount) });
     },
   });
   router.add('POST', '/api/admin/accounts', {
@@ -54,13 +54,13 @@ export function registerAdminRoutes(router: Router<Route>, app: App): void {
   router.add('POST', '/api/admin/accounts/:id/topups', {
     handle: async (ctx) => {
       const admin = await requireAdminSession(app, ctx);
-      const account = accountParam(app, ctx);
+      const account = await accountParam(app, ctx);
       const body = requireObject(await ctx.json());
       rejectUnknownFields(body, ['amount', 'reference', 'note']);
       const amountMicros = positiveAmount(body);
       const reference = topupReference(body, ctx.req.headers['idempotency-key']);
       const note = optionalString(body, 'note', { max: 500 });
-      const result = app.wallet.topup({ accountId: account.id, amountMicros, createdBy: admin.id, ...(reference === undefined ? {} : { reference }), ...(note === undefined ? {} : { note }) });
+      const result = await app.wallet.topup({ accountId: account.id, amountMicros, createdBy: admin.id, ...(reference === undefined ? {} : { reference }), ...(note === undefined ? {} : { note }) });
       const entry = presentLedgerEntry(result.entry);
       ctx.send(result.replayed ? 200 : 201, { topup: entry, entry, balance: microsToInr(result.balanceMicros), replayed: result.replayed });
     },
@@ -68,17 +68,17 @@ export function registerAdminRoutes(router: Router<Route>, app: App): void {
   router.add('GET', '/api/admin/accounts/:id/api-keys', {
     handle: async (ctx) => {
       await requireAdminSession(app, ctx);
-      const account = accountParam(app, ctx);
+      const account = await accountParam(app, ctx);
       const now = Date.now();
-      ctx.send(200, { object: 'list', data: app.keys.list('api', account.id).map((key) => presentKey(key, now)) });
+      ctx.send(200, { object: 'list', data: (await app.keys.list('api', account.id)).map((key) => presentKey(key, now)) });
     },
   });
   router.add('GET', '/api/admin/usage', {
     handle: async (ctx) => {
       await requireAdminSession(app, ctx);
       const accountRef = queryString(ctx.query, 'account_id');
-      const accountId = accountRef === undefined ? undefined : app.accounts.resolve(accountRef).id;
-      ctx.send(200, usagePage(app, ctx, usageFilter(ctx, accountId)));
+      const accountId = accountRef === undefined ? undefined : (await app.accounts.resolve(accountRef)).id;
+      ctx.send(200, await usagePage(app, ctx, usageFilter(ctx, accountId)));
     },
   });
 }

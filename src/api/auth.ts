@@ -64,7 +64,7 @@ export function registerAuthRoutes(router: Router<Route>, app: App): void {
         }
         throw error;
       }
-      app.store.sessions.revoke(principal.session.id, principal.account.id, principal.session.expiresAt);
+      await app.store.sessions.revoke(principal.session.id, principal.account.id, principal.session.expiresAt);
       ctx.send(200, { ok: true }, clear);
     },
   });

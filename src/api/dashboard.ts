@@ -6,7 +6,7 @@ import type { Router } from '../http/router.js';
 import type { Account } from '../store/accounts.js';
 import type { UsageFilter, UsageRecord } from '../store/usage.js';
 import { requireSession } from './guards.js';
-import { namer, streamUsage } from './management/usage.js';
+import { namer, presentUsagePage, streamUsage } from './management/usage.js';
 import { presentLedgerEntry, presentUsage } from './presenters.js';
 import { queryInt, queryOptionalInt, queryString, queryTime } from './query.js';
 
@@ -49,14 +49,13 @@ export function usageFilter(ctx: RequestContext, accountId: string | undefined):
 }
 
 /** One page of usage rows, newest first, in the management API's shape. */
-export function usagePage(app: App, ctx: RequestContext, filter: Omit<UsageFilter, 'limit'>) {
+export async function usagePage(app: App, ctx: RequestContext, filter: Omit<UsageFilter, 'limit'>) {
   const limit = queryInt(ctx.query, 'limit', 1, 500, 50);
   const before = queryOptionalInt(ctx.query, 'before');
-  const rows = app.usage.list({ ...filter, limit: limit + 1, ...(before === undefined ? {} : { before }) });
-  const names = namer(app);
+  const rows = await app.usage.list({ ...filter, limit: limit + 1, ...(before === undefined ? {} : { before }) });
   const hasMore = rows.length > limit;
   const page = hasMore ? rows.slice(0, limit) : rows;
-  return { object: 'list' as const, data: page.map((record) => presentUsage(record, names(record))), has_more: hasMore, next_before: hasMore ? (page.at(-1)?.id ?? null) : null };
+  return { object: 'list' as const, data: await presentUsagePage(app, page), has_more: hasMore, next_before: hasMore ? (page.at(-1)?.id ?? null) : null };
 }
 
 const CSV_COLUMNS = ['created_at', 'request_id', 'endpoint', 'model', 'provider', 'api_key_id', 'api_key_name', 'stream', 'input_tokens', 'output_tokens', 'unit', 'units', 'cost_inr', 'latency_ms', 'status', 'error_type', 'cache_read_tokens', 'cache_write_tokens', 'cache', 'cache_similarity', 'cache_saved_inr'] as const;
@@ -69,11 +68,11 @@ export function csvField(value: string | number | boolean | null): string {
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
-export function usageCsv(app: App, rows: readonly UsageRecord[]): string {
+export async function usageCsv(app: App, rows: readonly UsageRecord[]): Promise<string> {
   const names = namer(app);
   const lines = [CSV_COLUMNS.join(',')];
   for (const record of rows) {
-    const row = presentUsage(record, names(record));
+    const row = presentUsage(record, await names(record));
     lines.push(
       [row.created_at, row.request_id, row.endpoint, row.model, row.provider, row.api_key_id, row.api_key_name, row.stream, row.input_tokens, row.output_tokens, row.unit, row.units, row.cost, row.latency_ms, row.status, row.error_type, row.cache_read_tokens, row.cache_write_tokens, row.cache, row.cache_similarity, row.cache_saved]
         .map((value) => csvField(value))
@@ -84,11 +83,11 @@ export function usageCsv(app: App, rows: readonly UsageRecord[]): string {
 }
 
 /** The rows of a filter for an export: every page, newest first, at most CSV_MAX_ROWS. */
-function allRows(app: App, filter: Omit<UsageFilter, 'limit'>): UsageRecord[] {
+async function allRows(app: App, filter: Omit<UsageFilter, 'limit'>): Promise<UsageRecord[]> {
   const out: UsageRecord[] = [];
   let before: number | undefined;
   while (out.length < CSV_MAX_ROWS) {
-    const page = app.usage.list({ ...filter, limit: Math.min(5000, CSV_MAX_ROWS - out.length), ...(before === undefined ? {} : { before }) });
+    const page = await app.usage.list({ ...filter, limit: Math.min(5000, CSV_MAX_ROWS - out.length), ...(before === undefined ? {} : { before }) });
     out.push(...page);
     if (page.length === 0 || page.length < 5000) break;
     before = page.at(-1)?.id;
@@ -102,11 +101,11 @@ export async function overview(app: App, account: Account) {
   const date = new Date(now);
   const month = Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1);
   app.store.barrier.pass();
-  const fresh = app.accounts.get(account.id) ?? account;
+  const fresh = await app.accounts.get(account.id) ?? account;
   const held = await app.holds.held(account.id, '');
-  const day = app.store.usage.totals(account.id, today, now + 1);
-  const monthTotals = app.store.usage.totals(account.id, month, now + 1);
-  const keyNames = new Map(app.keys.list('api', account.id).map((key) => [key.id, key.name]));
+  const day = await app.store.usage.totals(account.id, today, now + 1);
+  const monthTotals = await app.store.usage.totals(account.id, month, now + 1);
+  const keyNames = new Map((await app.keys.list('api', account.id)).map((key) => [key.id, key.name]));
   return {
     balance: microsToInr(fresh.balanceMicros),
     held: microsToInr(held.accountHeldMicros),
@@ -117,14 +116,14 @@ export async function overview(app: App, account: Account) {
     spent_month: microsToInr(monthTotals.costMicros),
     calls_month: monthTotals.calls,
     errors_month: monthTotals.errors,
-    top_keys: app.store.usage.top(account.id, month, 'key', 5).map((top) => ({ api_key_id: top.id, name: top.id === null ? null : (keyNames.get(top.id) ?? null), cost: microsToInr(top.costMicros), calls: top.calls, errors: top.errors })),
-    top_models: app.store.usage.top(account.id, month, 'model', 5).map((top) => ({ model: top.id, cost: microsToInr(top.costMicros), calls: top.calls, errors: top.errors })),
+    top_keys: (await app.store.usage.top(account.id, month, 'key', 5)).map((top) => ({ api_key_id: top.id, name: top.id === null ? null : (keyNames.get(top.id) ?? null), cost: microsToInr(top.costMicros), calls: top.calls, errors: top.errors })),
+    top_models: (await app.store.usage.top(account.id, month, 'model', 5)).map((top) => ({ model: top.id, cost: microsToInr(top.costMicros), calls: top.calls, errors: top.errors })),
   };
 }
 
-export function daily(app: App, accountId: string, days: number) {
+export async function daily(app: App, accountId: string, days: number) {
   const since = Math.floor(Date.now() / DAY_MS) * DAY_MS - (days - 1) * DAY_MS;
-  return { object: 'list' as const, data: app.store.usage.daily(accountId, since).map((row) => ({ day: row.day, model: row.model, calls: row.calls, errors: row.errors, cost: microsToInr(row.costMicros) })) };
+  return { object: 'list' as const, data: (await app.store.usage.daily(accountId, since)).map((row) => ({ day: row.day, model: row.model, calls: row.calls, errors: row.errors, cost: microsToInr(row.costMicros) })) };
 }
 
 export function sendCsv(ctx: RequestContext, csv: string, name: string): void {
@@ -145,19 +144,19 @@ export function registerDashboardRoutes(router: Router<Route>, app: App): void {
   router.add('GET', '/api/dashboard/daily', {
     handle: async (ctx) => {
       const account = await requireSession(app, ctx);
-      ctx.send(200, daily(app, account.id, queryInt(ctx.query, 'days', 1, 366, 30)));
+      ctx.send(200, await daily(app, account.id, queryInt(ctx.query, 'days', 1, 366, 30)));
     },
   });
   router.add('GET', '/api/usage', {
     handle: async (ctx) => {
       const account = await requireSession(app, ctx);
-      ctx.send(200, usagePage(app, ctx, usageFilter(ctx, account.id)));
+      ctx.send(200, await usagePage(app, ctx, usageFilter(ctx, account.id)));
     },
   });
   router.add('GET', '/api/usage/export.csv', {
     handle: async (ctx) => {
       const account = await requireSession(app, ctx);
-      sendCsv(ctx, usageCsv(app, allRows(app, usageFilter(ctx, account.id))), 'usage.csv');
+      sendCsv(ctx, await usageCsv(app, await allRows(app, usageFilter(ctx, account.id))), 'usage.csv');
     },
   });
   router.add('GET', '/api/usage/stream', {
@@ -172,7 +171,7 @@ export function registerDashboardRoutes(router: Router<Route>, app: App): void {
     handle: async (ctx) => {
       const account = await requireSession(app, ctx);
       const limit = queryInt(ctx.query, 'limit', 1, 500, 50);
-      const entries = app.wallet.ledger(account.id, limit + 1, queryOptionalInt(ctx.query, 'before'));
+      const entries = await app.wallet.ledger(account.id, limit + 1, queryOptionalInt(ctx.query, 'before'));
       const hasMore = entries.length > limit;
       const page = hasMore ? entries.slice(0, limit) : entries;
       ctx.send(200, { object: 'list', data: page.map(presentLedgerEntry), has_more: hasMore, next_before: hasMore ? (page.at(-1)?.id ?? null) : null });

@@ -28,8 +28,8 @@ export function presentedCredential(req: IncomingMessage): string | undefined {
   return typeof apiKey === 'string' && apiKey.trim() ? apiKey.trim() : undefined;
 }
 
-function accountOf(app: App, key: KeyRecord): Account {
-  const account = app.accounts.get(key.accountId);
+async function accountOf(app: App, key: KeyRecord): Promise<Account> {
+  const account = await app.accounts.get(key.accountId);
   // A key always has its account (foreign key); this guards a hand-edited database.
   if (!account) throw key.kind === 'api' ? errors.invalidApiKey() : errors.invalidManagementKey();
   return account;
@@ -40,31 +40,31 @@ function accountOf(app: App, key: KeyRecord): Account {
  * gateway reads the account's balance itself when it admits a call). A valid `akm-` key gets
  * 403, anything else 401.
  */
-export function requireApiKey(app: App, ctx: RequestContext): KeyRecord {
+export async function requireApiKey(app: App, ctx: RequestContext): Promise<KeyRecord> {
   const credential = presentedCredential(ctx.req);
   if (!credential) throw errors.missingCredentials('Authorization: Bearer sk-… or x-api-key: sk-…');
   if (keyKindOf(credential) === 'management') {
-    app.keyAuth.management.authenticate(credential, false);
+    await app.keyAuth.management.authenticate(credential, false);
     throw errors.managementKeyOnInference();
   }
-  const key = app.keyAuth.api.authenticate(credential);
+  const key = await app.keyAuth.api.authenticate(credential);
   ctx.logFields.key_id = key.id;
   ctx.logFields.account_id = key.accountId;
   return key;
 }
 
 /** For `/api/management/*`: an `akm-` key. A valid `sk-` key gets 403, anything else 401. */
-export function requireManagementKey(app: App, ctx: RequestContext): KeyPrincipal {
+export async function requireManagementKey(app: App, ctx: RequestContext): Promise<KeyPrincipal> {
   const credential = presentedCredential(ctx.req);
   if (!credential) throw errors.missingCredentials('Authorization: Bearer akm-…');
   if (keyKindOf(credential) === 'api') {
-    app.keyAuth.api.authenticate(credential, false);
+    await app.keyAuth.api.authenticate(credential, false);
     throw errors.apiKeyOnManagement();
   }
-  const key = app.keyAuth.management.authenticate(credential);
+  const key = await app.keyAuth.management.authenticate(credential);
   ctx.logFields.mgmt_key_id = key.id;
   ctx.logFields.account_id = key.accountId;
-  return { account: accountOf(app, key), key };
+  return { account: await accountOf(app, key), key };
 }
 
 /** A session endpoint's caller: the account, its session, and whether the cookie carried it. */
@@ -92,8 +92,8 @@ export async function requireSessionPrincipal(app: App, ctx: RequestContext): Pr
   const checked = await app.sessions.verify(token);
   if (!checked.ok) throw checked.reason === 'expired' ? errors.sessionExpired() : errors.invalidSession();
   const session = checked.session;
-  if (app.store.sessions.isRevoked(session.id)) throw errors.invalidSession();
-  const account = app.accounts.get(session.accountId);
+  if (await app.store.sessions.isRevoked(session.id)) throw errors.invalidSession();
+  const account = await app.accounts.get(session.accountId);
   if (!account) throw errors.invalidSession();
   const viaCookie = bearer === undefined;
   if (viaCookie && !SAFE_METHODS.has(ctx.method)) checkCsrf(app, ctx, session);

@@ -26,14 +26,14 @@ export function registerSessionKeyRoutes(router: Router<Route>, app: App): void 
     ['management', '/api/management-keys'],
   ];
   for (const [kind, base] of surfaces) {
-    const own = (account: Account, id: string): KeyRecord => app.keys.get(kind, id, (record) => record.accountId === account.id);
+    const own = (account: Account, id: string): Promise<KeyRecord> => app.keys.get(kind, id, (record) => record.accountId === account.id);
 
     router.add('POST', base, {
       handle: async (ctx) => {
         const account = await requireSession(app, ctx);
         const now = Date.now();
         const input = parseKeyCreate(kind, await ctx.json(), now);
-        const { record, secret } = app.keys.create(kind, account.id, input);
+        const { record, secret } = await app.keys.create(kind, account.id, input);
         ctx.send(200, presentCreatedKey(kind, record, secret, now));
       },
     });
@@ -41,31 +41,31 @@ export function registerSessionKeyRoutes(router: Router<Route>, app: App): void 
       handle: async (ctx) => {
         const account = await requireSession(app, ctx);
         const now = Date.now();
-        ctx.send(200, { object: 'list', data: app.keys.list(kind, account.id).map((key) => presentKey(key, now)) });
+        ctx.send(200, { object: 'list', data: (await app.keys.list(kind, account.id)).map((key) => presentKey(key, now)) });
       },
     });
     router.add('GET', `${base}/:id`, {
       handle: async (ctx) => {
         const account = await requireSession(app, ctx);
-        ctx.send(200, presentKey(own(account, ctx.params.id as string), Date.now()));
+        ctx.send(200, presentKey(await own(account, ctx.params.id as string), Date.now()));
       },
     });
     if (kind === 'api') {
       router.add('PATCH', `${base}/:id`, {
         handle: async (ctx) => {
           const account = await requireSession(app, ctx);
-          const record = own(account, ctx.params.id as string);
+          const record = await own(account, ctx.params.id as string);
           const now = Date.now();
           const changes = parseKeyUpdate(kind, await ctx.json(), now);
-          ctx.send(200, presentKey(app.keys.update(record, changes), now));
+          ctx.send(200, presentKey(await app.keys.update(record, changes), now));
         },
       });
     }
     router.add('DELETE', `${base}/:id`, {
       handle: async (ctx) => {
         const account = await requireSession(app, ctx);
-        const record = own(account, ctx.params.id as string);
-        ctx.send(200, presentKey(app.keys.revoke(record), Date.now()));
+        const record = await own(account, ctx.params.id as string);
+        ctx.send(200, presentKey(await app.keys.revoke(record), Date.now()));
       },
     });
   }

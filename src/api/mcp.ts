@@ -59,7 +59,7 @@ export function registerMcpRoutes(router: Router<Route>, app: App): void {
   });
 
   const handle = async (ctx: RequestContext): Promise<void> => {
-    const principal = requireManagementKey(app, ctx);
+    const principal = await requireManagementKey(app, ctx);
     checkOrigin(ctx);
     const body = ctx.method === 'POST' ? await ctx.json() : undefined;
     const header = ctx.req.headers['mcp-session-id'];

@@ -24,7 +24,7 @@ export function registerPublicRoutes(router: Router<Route>, app: App): void {
 
   router.add('GET', '/v1/models', { handle: (ctx) => ctx.send(200, openAiList) });
   router.add('GET', '/v1/models/*id', {
-    handle: (ctx) => {
+    handle: async (ctx) => {
       const model = app.catalog.get(ctx.params.id as string);
       if (!model) {
         throw new GatewayError({
@@ -41,10 +41,10 @@ export function registerPublicRoutes(router: Router<Route>, app: App): void {
   router.add('GET', '/api/models', { handle: (ctx) => ctx.send(200, catalogList) });
 
   router.add('GET', '/v1/credits', {
-    handle: (ctx) => {
+    handle: async (ctx) => {
       // Read fresh from the store, so settled charges show at once.
-      const key = requireApiKey(app, ctx);
-      const account = app.accounts.get(key.accountId);
+      const key = await requireApiKey(app, ctx);
+      const account = await app.accounts.get(key.accountId);
       if (!account) throw errors.invalidApiKey();
       ctx.send(200, { balance: microsToInr(account.balanceMicros), currency: 'INR' });
     },

@@ -103,7 +103,7 @@ export function buildConfig(userRaw: unknown, options: BuildOptions): GatewayCon
   problems.lines.push(...topProblems.lines);
 
   const server = readSection(raw.server, 'server', ['host', 'port', 'max_body_size', 'shutdown_timeout', 'trust_proxy', 'public_url'], problems);
-  const database = readSection(raw.database, 'database', ['path', 'busy_timeout', 'billing_batch_window'], problems);
+  const database = readSection(raw.database, 'database', ['path', 'url', 'pool_size', 'busy_timeout', 'billing_batch_window'], problems);
   const redis = readSection(raw.redis, 'redis', ['url', 'key_prefix'], problems);
   const auth = readSection(raw.auth, 'auth', ['jwt_secret', 'session_ttl', 'bcrypt_rounds', 'allow_signup', 'cookie_secure', 'login'], problems);
   const login = readSection(auth.login, 'auth.login', ['max_failures', 'window'], problems);
@@ -112,9 +112,13 @@ export function buildConfig(userRaw: unknown, options: BuildOptions): GatewayCon
   const catalog = readSection(raw.catalog, 'catalog', ['path'], problems);
 
   const dbPath = readString(database, 'path', 'database', problems, { required: true }) ?? '';
+  const databaseUrl = readString(database, 'url', 'database', problems, { pattern: /^postgres(ql)?:\/\/\S+$/, rule: 'must be a postgres:// or postgresql:// URL' });
   const redisUrl = readString(redis, 'url', 'redis', problems, { pattern: /^rediss?:\/\/\S+$/, rule: 'must be a redis:// or rediss:// URL' });
   const jwtSecret = readString(auth, 'jwt_secret', 'auth', problems);
   if (jwtSecret !== undefined && jwtSecret.length < 32) problems.add('auth.jwt_secret', 'must be at least 32 characters');
+  // A generated secret lives beside the SQLite file, on one host; daemons sharing PostgreSQL
+  // must all sign and check sessions with one secret.
+  if (databaseUrl !== undefined && jwtSecret === undefined) problems.add('auth.jwt_secret', 'is required with database.url (every daemon must sign sessions with the same secret)');
 
   const providers = readProviders(raw.providers, problems);
   const models = readModels(raw, catalog, new Map(Object.values(providers).map((p) => [p.name, p.type])), options.baseDir, problems);
@@ -130,6 +134,8 @@ export function buildConfig(userRaw: unknown, options: BuildOptions): GatewayCon
     },
     database: {
       path: dbPath === ':memory:' ? dbPath : resolve(options.baseDir, dbPath),
+      ...(databaseUrl !== undefined ? { url: databaseUrl } : {}),
+      poolMax: readInt(database, 'pool_size', 'database', problems, 1, 200, 10),
       busyTimeoutMs: readDuration(database, 'busy_timeout', 'database', problems, 5000, 0),
       billingBatchMs: readBillingBatch(database, problems),
     },

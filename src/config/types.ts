@@ -182,7 +182,12 @@ export interface GatewayConfig {
     publicUrl: string | undefined;
   };
   database: {
+    /** The SQLite file (the embedded default); with `url`, the directory of this host's own files (the cache file, hosted images). */
     path: string;
+    /** `postgres://…`: PostgreSQL is the store, shared by every daemon configured with it. */
+    url?: string;
+    /** PostgreSQL connections per daemon. */
+    poolMax: number;
     busyTimeoutMs: number;
     /** How long settled calls wait to be written to the ledger together (settlement.ts). */
     billingBatchMs: number;

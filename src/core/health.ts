@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { ErrorBody } from './errors.js';
-import { pingRedis } from '../store/redis.js';
-import type { Store } from '../store/store.js';
+import { pingRedis, withTimeout } from '../store/redis.js';
+import type { Store } from '../store/types.js';
 
 export type DependencyState = 'ok' | 'error' | 'disabled';
 
@@ -39,7 +39,8 @@ const NOT_READY: Record<string, string> = {
 export async function checkReadiness(store: Store, redis: Redis | undefined, shuttingDown: boolean, billing?: BillingState): Promise<Readiness> {
   let db: DependencyState = 'ok';
   try {
-    store.ping();
+    // Bounded: a database host that stopped answering must not hold the probe open.
+    await withTimeout(Promise.resolve().then(() => store.ping()), 2000);
   } catch {
     db = 'error';
   }

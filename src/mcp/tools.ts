@@ -35,7 +35,7 @@ export function createMcpServer(app: App, principal: KeyPrincipal): McpServer {
   }));
   server.registerResource('balance', 'gateway://balance', { title: 'Wallet balance', description: "The key's own account and its INR balance", mimeType: 'application/json' }, async (uri) => {
     app.store.barrier.pass();
-    const view = presentAccount(app.accounts.get(principal.account.id) ?? principal.account);
+    const view = presentAccount(await app.accounts.get(principal.account.id) ?? principal.account);
     return { contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify({ account_id: view.id, email: view.email, balance: view.balance, currency: 'INR' }) }] };
   });
 
@@ -69,7 +69,7 @@ export function createMcpServer(app: App, principal: KeyPrincipal): McpServer {
       }
       let account;
       try {
-        account = ref === undefined ? (app.accounts.get(principal.account.id) ?? principal.account) : app.accounts.resolve(ref);
+        account = ref === undefined ? (await app.accounts.get(principal.account.id) ?? principal.account) : await app.accounts.resolve(ref);
       } catch {
         return { content: [{ type: 'text' as const, text: `account_id: no account '${ref ?? ''}'` }], isError: true };
       }
@@ -146,7 +146,7 @@ export function createMcpServer(app: App, principal: KeyPrincipal): McpServer {
       throw error;
     }
   };
-  const account = (ref: string | undefined) => (ref === undefined ? principal.account : scopedAccount(app, principal, ref));
+  const account = async (ref: string | undefined) => (ref === undefined ? principal.account : scopedAccount(app, principal, ref));
   const accountRef = z.string().optional().describe('An account id or e-mail; default: your own account');
   const changes = { readOnlyHint: false, destructiveHint: false, openWorldHint: false } as const;
   const list = z.array(z.record(z.string(), z.unknown()));
@@ -160,10 +160,10 @@ export function createMcpServer(app: App, principal: KeyPrincipal): McpServer {
       annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
     },
     async ({ limit }) =>
-      run('list_accounts', () => {
+      run('list_accounts', async () => {
         requireAdmin(principal);
         app.store.barrier.pass();
-        return result({ accounts: app.accounts.list(limit, 0).map(presentAccount) });
+        return result({ accounts: (await app.accounts.list(limit, 0)).map(presentAccount) });
       }),
   );
 
@@ -194,10 +194,10 @@ export function createMcpServer(app: App, principal: KeyPrincipal): McpServer {
       annotations: { ...changes, idempotentHint: true },
     },
     async ({ account_id: ref, amount, reference, note }) =>
-      run('top_up_wallet', () => {
+      run('top_up_wallet', async () => {
         requireAdmin(principal);
-        const target = account(ref);
-        const result_ = app.wallet.topup({ accountId: target.id, amountMicros: positiveAmount({ amount }), createdBy: principal.account.id, ...(reference ? { reference } : {}), ...(note ? { note } : {}) });
+        const target = await account(ref);
+        const result_ = await app.wallet.topup({ accountId: target.id, amountMicros: positiveAmount({ amount }), createdBy: principal.account.id, ...(reference ? { reference } : {}), ...(note ? { note } : {}) });
         return result({ topup: presentLedgerEntry(result_.entry), balance: microsToInr(result_.balanceMicros), replayed: result_.replayed });
       }),
   );
@@ -210,7 +210,7 @@ export function createMcpServer(app: App, principal: KeyPrincipal): McpServer {
       outputSchema: { entries: list },
       annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
     },
-    async ({ account_id: ref, limit }) => run('list_ledger', () => result({ entries: app.wallet.ledger(account(ref).id, limit).map(presentLedgerEntry) })),
+    async ({ account_id: ref, limit }) => run('list_ledger', async () => result({ entries: (await app.wallet.ledger((await account(ref)).id, limit)).map(presentLedgerEntry) })),
   );
 
   for (const [kind, noun] of [
@@ -226,7 +226,7 @@ export function createMcpServer(app: App, principal: KeyPrincipal): McpServer {
         outputSchema: { keys: list },
         annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
       },
-      async ({ account_id: ref }) => run(`list_${noun}s`, () => result({ keys: app.keys.list(kind, account(ref).id).map((key) => presentKey(key, Date.now())) })),
+      async ({ account_id: ref }) => run(`list_${noun}s`, async () => result({ keys: (await app.keys.list(kind, (await account(ref)).id)).map((key) => presentKey(key, Date.now())) })),
     );
     server.registerTool(
       `create_${noun}`,
@@ -245,12 +245,12 @@ export function createMcpServer(app: App, principal: KeyPrincipal): McpServer {
         annotations: { ...changes, idempotentHint: false },
       },
       async (args: { account_id?: string | undefined; name: string; rate_limit?: number | undefined; budget?: number | undefined; expires_at?: string | undefined; cache?: boolean | undefined }) =>
-        run(`create_${noun}`, () => {
-          const target = account(args.account_id);
+        run(`create_${noun}`, async () => {
+          const target = await account(args.account_id);
           const now = Date.now();
           const body: Record<string, unknown> = { name: args.name };
           for (const field of ['rate_limit', 'budget', 'expires_at', 'cache'] as const) if (args[field] !== undefined) body[field] = args[field];
-          const { record, secret } = app.keys.create(kind, target.id, parseKeyCreate(kind, body, now));
+          const { record, secret } = await app.keys.create(kind, target.id, parseKeyCreate(kind, body, now));
           return {
             content: [{ type: 'text' as const, text: `Created ${record.name} (${record.maskedKey}). The secret below is shown once and cannot be recovered: store it now.\n${secret}` }],
             structuredContent: { key: presentKey(record, now), secret },
@@ -266,9 +266,9 @@ export function createMcpServer(app: App, principal: KeyPrincipal): McpServer {
         annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
       },
       async ({ key_id: id }) =>
-        run(`revoke_${noun}`, () => {
-          const record = app.keys.get(kind, id, (key) => canSee(principal, key.accountId));
-          return result({ key: presentKey(app.keys.revoke(record), Date.now()) });
+        run(`revoke_${noun}`, async () => {
+          const record = await app.keys.get(kind, id, (key) => canSee(principal, key.accountId));
+          return result({ key: presentKey(await app.keys.revoke(record), Date.now()) });
         }),
     );
   }
@@ -282,12 +282,12 @@ export function createMcpServer(app: App, principal: KeyPrincipal): McpServer {
       annotations: { ...changes, idempotentHint: true },
     },
     async ({ key_id: id, ...fields }) =>
-      run('update_api_key', () => {
-        const record = app.keys.get('api', id, (key) => canSee(principal, key.accountId));
+      run('update_api_key', async () => {
+        const record = await app.keys.get('api', id, (key) => canSee(principal, key.accountId));
         const body: Record<string, unknown> = {};
         for (const [field, value] of Object.entries(fields)) if (value !== undefined) body[field] = value;
         const now = Date.now();
-        return result({ key: presentKey(app.keys.update(record, parseKeyUpdate('api', body, now)), now) });
+        return result({ key: presentKey(await app.keys.update(record, parseKeyUpdate('api', body, now)), now) });
       }),
   );
 
@@ -309,7 +309,7 @@ export function createMcpServer(app: App, principal: KeyPrincipal): McpServer {
       annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
     },
     async (args) =>
-      run('query_usage', () => {
+      run('query_usage', async () => {
         const time = (field: 'since' | 'until'): number | undefined => {
           const text = args[field];
           if (text === undefined) return undefined;
@@ -325,8 +325,8 @@ export function createMcpServer(app: App, principal: KeyPrincipal): McpServer {
         } catch (error) {
           return fail((error as { gateway: string }).gateway);
         }
-        const target = account(args.account_id);
-        const rows = app.usage.list({
+        const target = await account(args.account_id);
+        const rows = await app.usage.list({
           accountId: target.id,
           limit: args.group_by ? 100_000 : args.limit,
           ...(args.api_key_id ? { apiKeyId: args.api_key_id } : {}),
@@ -363,7 +363,7 @@ export function createMcpServer(app: App, principal: KeyPrincipal): McpServer {
         if (!app.cache) return fail('the response cache is not enabled on this gateway (cache.enabled in its config)');
         if (all === true && ref !== undefined) return fail('give account_id or all, not both');
         if (all === true && principal.account.role !== 'admin') return fail('all: only admin keys may empty the whole cache');
-        const target = all === true ? undefined : account(ref);
+        const target = all === true ? undefined : await account(ref);
         const removed = await app.cache.purge(target?.id);
         app.logger.info({ account: target?.id ?? 'all', removed, by: principal.key.id }, 'response cache purged');
         return result({ removed, account_id: target?.id ?? null });

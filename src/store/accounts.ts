@@ -86,6 +86,4 @@ export class AccountsRepo {
   }
 }
 
-export function isUniqueViolation(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE';
-}
+export { isUniqueViolation } from './errors.js';

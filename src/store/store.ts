@@ -4,13 +4,14 @@ import { Checkpointer } from './checkpointer.js';
 import { openDatabase, type Db, type OpenOptions } from './db.js';
 import { KeysRepo } from './keys.js';
 import { LedgerRepo, type ChargeInput } from './ledger.js';
-import { UsageRepo } from './usage.js';
+import { UsageRepo, type NewUsage, type UsageRecord } from './usage.js';
 import { SessionsRepo } from './sessions.js';
+import { ServingLock } from './serving-lock.js';
+import type { Account } from './accounts.js';
+import type { KeyRecord, NewKey } from './keys.js';
+import type { Funds, LocalWrites, NewAccount, Store } from './types.js';
 
-export interface Funds {
-  balanceMicros: number;
-  key: { budgetMicros: number | null; spentMicros: number } | undefined;
-}
+export type { Funds } from './types.js';
 
 /** A charge as the funds cache sees it: money off an account, and spend on a key. */
 type FundsCharge = Pick<ChargeInput, 'accountId' | 'apiKeyId' | 'amountMicros'>;
@@ -80,8 +81,9 @@ class FundsCache {
 /** Accounts (and keys) the funds cache holds at most before it starts over. */
 const MAX_CACHED = 50_000;
 
-/** The SQLite store: one connection and a repository per table group. */
-export class Store {
+/** The SQLite store (the embedded default): one connection and a repository per table group. */
+export class SqliteStore implements Store, LocalWrites {
+  readonly backend = 'sqlite' as const;
   readonly accounts: AccountsRepo;
   readonly apiKeys: KeysRepo;
   readonly managementKeys: KeysRepo;
@@ -118,8 +120,8 @@ export class Store {
     this.sessions = new SessionsRepo(db);
   }
 
-  static open(path: string, options: OpenOptions & { onCheckpointError?: (message: string) => void } = {}): Store {
-    const store = new Store(openDatabase(path, options), path);
+  static open(path: string, options: OpenOptions & { onCheckpointError?: (message: string) => void } = {}): SqliteStore {
+    const store = new SqliteStore(openDatabase(path, options), path);
     store.checkpointer = new Checkpointer(store.db, path, options.busyTimeoutMs ?? 5000, options.onCheckpointError ?? (() => {}));
     return store;
   }
@@ -166,6 +168,42 @@ export class Store {
     const result = this.transaction(write);
     this.fundsCache?.charged(before, charges);
     return result;
+  }
+
+  get local(): LocalWrites {
+    return this;
+  }
+
+  get description(): string {
+    return this.path;
+  }
+
+  /** Settled calls in one transaction; the funds cache takes their charges. */
+  settle(charges: readonly ChargeInput[], rows: readonly NewUsage[]): UsageRecord[] {
+    const records: UsageRecord[] = [];
+    this.charge(charges, () => {
+      if (charges.length === 1) this.ledger.chargeInTransaction(charges[0] as ChargeInput);
+      else if (charges.length > 0) this.ledger.chargeManyInTransaction(charges);
+      for (const row of rows) records.push(this.usage.insert(row));
+    });
+    this.checkpointer?.wrote();
+    return records;
+  }
+
+  hasUsage(requestId: string): boolean {
+    return this.usage.has(requestId);
+  }
+
+  createFirstAdmin(account: NewAccount, key: NewKey): { account: Account; key: KeyRecord } | undefined {
+    return this.transaction(() => {
+      if (this.accounts.countAdmins() > 0) return undefined;
+      const created = this.accounts.insert(account);
+      return { account: created, key: this.managementKeys.insert({ ...key, accountId: created.id }) };
+    });
+  }
+
+  lockServing(mode: 'alone' | 'shared'): ServingLock | undefined {
+    return ServingLock.take(this.path, mode);
   }
 
   /** A trivial query: proves the file is open and readable. */

@@ -31,7 +31,7 @@ t.test('sign-up: rules, cookie, conflict', async (t) => {
     t.equal(res.body.error.type, 'invalid_request_error');
     t.equal(res.body.error.code, 400, 'code is the integer status');
   }
-  t.equal(gw.app.store.accounts.list(10, 0).length, 1, 'no account was half-created (only the admin exists)');
+  t.equal((await gw.app.store.accounts.list(10, 0)).length, 1, 'no account was half-created (only the admin exists)');
 
   const created = await gw.http('POST', '/api/auth/signup', { body: signup });
   t.equal(created.status, 200, 'sign-up answers 200');
@@ -39,7 +39,7 @@ t.test('sign-up: rules, cookie, conflict', async (t) => {
   t.notOk('password_hash' in created.body.user, 'no hash in the response');
   const cookie = String(created.headers['set-cookie']);
   t.match(cookie, /^token=[\w.-]+; Path=\/; HttpOnly; SameSite=Lax; Max-Age=604800$/, 'session cookie: HttpOnly, SameSite=Lax');
-  t.match(gw.app.store.accounts.byEmail('dev@example.com')?.passwordHash, /^\$2[aby]\$04\$/, 'the password is stored as a bcrypt hash');
+  t.match((await gw.app.store.accounts.byEmail('dev@example.com'))?.passwordHash, /^\$2[aby]\$04\$/, 'the password is stored as a bcrypt hash');
 
   const again = await gw.http('POST', '/api/auth/signup', { body: { ...signup, email: 'DEV@example.com' } });
   t.equal(again.status, 409, 'a taken email (any case) is 409');

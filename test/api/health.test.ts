@@ -6,6 +6,7 @@ import { fundedKey, simulatedProviders, startTestGateway } from '../support/gate
 import { ProviderSimulator } from '../support/simulator/server.js';
 
 import { REDIS_URL, redisSkipReason } from '../support/redis.js';
+import { breakStore, storeIsOpen } from '../support/store.js';
 
 t.test('health, readiness and the HTTP basics (no Redis)', async (t) => {
   const gw = await startTestGateway();
@@ -115,7 +116,7 @@ t.test('readiness names Redis when it is down', async (t) => {
 t.test('readiness names the database when it fails', async (t) => {
   const gw = await startTestGateway();
   t.teardown(() => gw.stop());
-  gw.app.store.db.close();
+  await breakStore(gw);
   const ready = await gw.http('GET', '/health/ready');
   t.equal(ready.status, 503);
   t.same(ready.body, {
@@ -136,7 +137,7 @@ t.test('graceful shutdown lets an in-flight request finish, then refuses', async
   t.match(await text, /usage stream open/, 'the stream ended cleanly on shutdown');
   await closing;
   await t.rejects(request(`${gw.url}/health`), 'the port no longer accepts connections');
-  t.equal(gw.app.store.db.open, false, 'the store is closed');
+  t.equal(storeIsOpen(gw), false, 'the store is closed');
 });
 
 t.test('readiness: not ready while the ledger does not take the settled calls', async (t) => {
@@ -168,5 +169,5 @@ t.test('readiness: not ready while the ledger does not take the settled calls', 
   const ready = await gw.http('GET', '/health/ready');
   t.equal(ready.status, 200, 'ready again once the batch went in');
   t.same(ready.body, { status: 'ready', db: 'ok', redis: 'disabled' });
-  t.equal(gw.app.store.ledger.list(funded.accountId, 10).filter((e) => e.kind === 'charge').length, 1, 'charged once');
+  t.equal((await gw.app.store.ledger.list(funded.accountId, 10)).filter((e) => e.kind === 'charge').length, 1, 'charged once');
 });

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import t from 'tap';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { sqlAll, sqlRun, sqlValue } from '../support/store.js';
 
 async function session(gw: TestGateway, email = 'dev@example.com'): Promise<string> {
   const res = await gw.http('POST', '/api/auth/signup', { body: { email, password: 'password-1', name: 'Dev' } });
@@ -20,7 +21,7 @@ t.test('POST /api/api-keys: the key is shown once and stored hashed', async (t) 
   t.equal(created.body.budget, 0, 'no budget: 0 (unlimited), a number, not null');
   t.equal(created.body.masked_key, `sk-${secret.slice(3, 7)}…${secret.slice(-4)}`);
 
-  const row = gw.app.store.db.prepare('SELECT * FROM api_keys WHERE id = ?').get(created.body.id) as Record<string, unknown>;
+  const row = (await sqlAll(gw, 'SELECT * FROM api_keys WHERE id = ?', created.body.id))[0] as Record<string, unknown>;
   t.equal(row.key_hash, createHash('sha256').update(secret).digest('hex'), 'SHA-256 stored');
   t.notOk(Object.values(row).some((value) => typeof value === 'string' && value.includes(secret.slice(3))), 'no column holds the key');
 
@@ -66,7 +67,7 @@ t.test('field rules on create', async (t) => {
     t.match(res.body.error.message, message);
     t.equal(res.body.error.code, 400, 'code is the integer status');
   }
-  t.equal(gw.app.store.db.prepare('SELECT count(*) AS n FROM api_keys').pluck().get(), 0, 'nothing was written');
+  t.equal(await sqlValue(gw, 'SELECT count(*) AS n FROM api_keys'), 0, 'nothing was written');
 
   const good = await gw.http('POST', '/api/api-keys', { token, body: { name: 'b', rate_limit: 1, budget: 12.345678, expires_at: '2031-06-30' } });
   t.equal(good.status, 200);
@@ -141,8 +142,8 @@ t.test('expired and exhausted keys', async (t) => {
   t.teardown(() => gw.stop());
   const token = await session(gw);
   const created = await gw.http('POST', '/api/api-keys', { token, body: { name: 'soon', budget: 1 } });
-  const record = gw.app.store.apiKeys.byId(created.body.id);
-  gw.app.store.db.prepare('UPDATE api_keys SET expires_at = ? WHERE id = ?').run(Date.now() - 1000, created.body.id);
+  const record = await gw.app.store.apiKeys.byId(created.body.id);
+  await sqlRun(gw, 'UPDATE api_keys SET expires_at = ? WHERE id = ?', Date.now() - 1000, created.body.id);
   if (record) gw.app.keyAuth.api.invalidate(record);
   const expired = await gw.http('GET', '/v1/credits', { token: created.body.api_key });
   t.equal(expired.status, 401);
@@ -152,9 +153,9 @@ t.test('expired and exhausted keys', async (t) => {
   t.equal(listed.body.data[0].status, 'expired');
 
   const budgeted = await gw.http('POST', '/api/api-keys', { token, body: { name: 'budget', budget: 2 } });
-  const account = gw.app.store.accounts.byEmail('dev@example.com');
-  gw.app.store.ledger.credit('topup', { accountId: account?.id ?? '', amountMicros: 10_000_000, now: Date.now() });
-  gw.app.store.ledger.charge({ accountId: account?.id ?? '', amountMicros: 2_000_000, requestId: 'req_x', apiKeyId: budgeted.body.id, now: Date.now() });
+  const account = await gw.app.store.accounts.byEmail('dev@example.com');
+  await gw.app.store.ledger.credit('topup', { accountId: account?.id ?? '', amountMicros: 10_000_000, now: Date.now() });
+  await gw.app.store.ledger.charge({ accountId: account?.id ?? '', amountMicros: 2_000_000, requestId: 'req_x', apiKeyId: budgeted.body.id, now: Date.now() });
   const status = await gw.http('GET', `/api/api-keys/${budgeted.body.id}`, { token });
   t.match(status.body, { status: 'exhausted', spent: 2, budget: 2 });
 });

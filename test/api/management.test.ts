@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import type { HttpResponse, TestGateway } from '../support/gateway.js';
 import { startTestGateway } from '../support/gateway.js';
+import { sqlAll, sqlRun, sqlValue } from '../support/store.js';
 import {
   AKM_FORMAT,
   createAccountWithKey,
@@ -47,19 +48,23 @@ async function balanceOf(gw: TestGateway, account: string): Promise<number> {
 }
 
 /** The stored balance and the ledger's sum, both in µINR. */
-function storedBalanceAndSum(gw: TestGateway, accountId: string): { balance: number; sum: number } {
-  const account = gw.app.store.accounts.byId(accountId);
+async function storedBalanceAndSum(gw: TestGateway, accountId: string): Promise<{ balance: number; sum: number }> {
+  const account = await gw.app.store.accounts.byId(accountId);
   if (!account) throw new Error(`no account ${accountId}`);
-  return { balance: account.balanceMicros, sum: gw.app.store.ledger.sum(accountId) };
+  return { balance: account.balanceMicros, sum: await gw.app.store.ledger.sum(accountId) };
 }
 
 /** Every string value in every row of every table. */
-function allStoredStrings(gw: TestGateway): string[] {
-  const db = gw.app.store.db;
-  const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").all() as { name: string }[];
+async function allStoredStrings(gw: TestGateway): Promise<string[]> {
+  const tables = await sqlAll<{ name: string }>(
+    gw,
+    gw.app.store.backend === 'sqlite'
+      ? "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+      : "SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema()",
+  );
   const strings: string[] = [];
   for (const { name } of tables) {
-    for (const row of db.prepare(`SELECT * FROM "${name}"`).all() as Record<string, unknown>[]) {
+    for (const row of await sqlAll(gw, `SELECT * FROM "${name}"`)) {
       for (const value of Object.values(row)) if (typeof value === 'string') strings.push(value);
     }
   }
@@ -156,8 +161,8 @@ t.test('credentials: only akm- keys, in Authorization: Bearer or x-api-key', asy
   // An expired sk- key is a 401, not a 403.
   const expiringSk = await createApiKey(gw, gw.adminKey, 'me', { name: 'expiring app key', expires_at: '2999-01-01' });
   t.equal((await gw.http('GET', '/api/management/me', { token: expiringSk.secret })).status, 403, 'valid until it expires');
-  gw.app.store.db.prepare('UPDATE api_keys SET expires_at = ? WHERE id = ?').run(Date.now() - 60_000, expiringSk.id);
-  const expiringRecord = gw.app.store.apiKeys.byId(expiringSk.id);
+  await sqlRun(gw, 'UPDATE api_keys SET expires_at = ? WHERE id = ?', Date.now() - 60_000, expiringSk.id);
+  const expiringRecord = await gw.app.store.apiKeys.byId(expiringSk.id);
   if (expiringRecord) gw.app.keyAuth.api.invalidate(expiringRecord);
   isError(t, await gw.http('GET', '/api/management/me', { token: expiringSk.secret }), 401, 'expired_api_key', null, 'an expired sk- key');
 
@@ -185,8 +190,8 @@ t.test('credentials: only akm- keys, in Authorization: Bearer or x-api-key', asy
   t.equal(third.body.expires_at, '2999-01-01T00:00:00.000Z');
   const thirdKey = third.body.management_key as string;
   t.equal((await gw.http('GET', '/api/management/me', { token: thirdKey })).status, 200, 'a key with a future expiry works (and is now cached)');
-  gw.app.store.db.prepare('UPDATE management_keys SET expires_at = ? WHERE id = ?').run(Date.now() - 60_000, third.body.id);
-  const record = gw.app.store.managementKeys.byId(third.body.id);
+  await sqlRun(gw, 'UPDATE management_keys SET expires_at = ? WHERE id = ?', Date.now() - 60_000, third.body.id);
+  const record = await gw.app.store.managementKeys.byId(third.body.id);
   t.ok(record, 'the key row exists');
   if (record) gw.app.keyAuth.management.invalidate(record);
   isError(t, await gw.http('GET', '/api/management/me', { token: thirdKey }), 401, 'invalid_management_key', null, 'an expired akm- key');
@@ -463,8 +468,8 @@ t.test('wallet: top-ups, idempotency, balance and ledger', async (t) => {
   t.equal(parallel.filter((r) => r.body.replayed === false).length, 1, 'exactly one applied');
   t.equal(new Set(parallel.map((r) => r.body.topup.id)).size, 1, 'all answers name the same entry');
   t.equal(await balanceOf(gw, user.id), 167.750001, 'the balance rose by 7.25 once');
-  const burstEntries = gw.app.store.db.prepare("SELECT count(*) AS n FROM ledger WHERE reference = 'burst-1'").get() as { n: number };
-  t.equal(burstEntries.n, 1, 'one ledger row for the burst');
+  const [burstEntries] = await sqlAll<{ n: number }>(gw, "SELECT count(*) AS n FROM ledger WHERE reference = 'burst-1'");
+  t.equal(burstEntries?.n, 1, 'one ledger row for the burst');
 
   // Concurrent distinct top-ups all apply.
   const distinct = await Promise.all(
@@ -488,12 +493,12 @@ t.test('wallet: top-ups, idempotency, balance and ledger', async (t) => {
 
   // Charges recorded directly in the store; the balance stays the ledger's sum.
   const sk = await createApiKey(gw, gw.adminKey, user.id, { name: 'charged' });
-  const charge = gw.app.store.ledger.charge({ accountId: user.id, amountMicros: 3_250_000, requestId: 'req_charge_1', apiKeyId: sk.id, now: Date.now() });
+  const charge = await gw.app.store.ledger.charge({ accountId: user.id, amountMicros: 3_250_000, requestId: 'req_charge_1', apiKeyId: sk.id, now: Date.now() });
   t.equal(charge.replayed, false);
-  const chargeAgain = gw.app.store.ledger.charge({ accountId: user.id, amountMicros: 3_250_000, requestId: 'req_charge_1', apiKeyId: sk.id, now: Date.now() });
+  const chargeAgain = await gw.app.store.ledger.charge({ accountId: user.id, amountMicros: 3_250_000, requestId: 'req_charge_1', apiKeyId: sk.id, now: Date.now() });
   t.equal(chargeAgain.replayed, true, 'a request is charged once');
-  gw.app.store.ledger.charge({ accountId: user.id, amountMicros: 0, requestId: 'req_charge_free', now: Date.now() });
-  gw.app.store.ledger.charge({ accountId: user.id, amountMicros: 1, requestId: 'req_charge_tiny', apiKeyId: sk.id, now: Date.now() });
+  await gw.app.store.ledger.charge({ accountId: user.id, amountMicros: 0, requestId: 'req_charge_free', now: Date.now() });
+  await gw.app.store.ledger.charge({ accountId: user.id, amountMicros: 1, requestId: 'req_charge_tiny', apiKeyId: sk.id, now: Date.now() });
   t.equal(await balanceOf(gw, user.id), 174.5, 'the charges are in the balance');
   const keyView = await gw.http('GET', `/api/management/api-keys/${sk.id}`, { token: gw.adminKey });
   t.equal(keyView.body.spent, 3.250001, "the key's spent counts its charges");
@@ -515,16 +520,16 @@ t.test('wallet: top-ups, idempotency, balance and ledger', async (t) => {
   }
   const total = entries.reduce((sum, e) => sum + micros(e.amount), 0);
   t.equal(total, micros(174.5), 'the ledger sums to the balance');
-  const stored = storedBalanceAndSum(gw, user.id);
+  const stored = await storedBalanceAndSum(gw, user.id);
   t.equal(stored.balance, 174_500_000);
   t.equal(stored.sum, stored.balance, 'store: balance equals the ledger sum');
   for (const account of [admin.id, other.id]) {
-    const s = storedBalanceAndSum(gw, account);
+    const s = await storedBalanceAndSum(gw, account);
     t.equal(s.sum, s.balance, `store: balance equals the ledger sum for ${account}`);
   }
   // A charge larger than the balance still keeps the invariant.
-  gw.app.store.ledger.charge({ accountId: other.id, amountMicros: 80_000_000, requestId: 'req_overdraw', now: Date.now() });
-  const overdrawn = storedBalanceAndSum(gw, other.id);
+  await gw.app.store.ledger.charge({ accountId: other.id, amountMicros: 80_000_000, requestId: 'req_overdraw', now: Date.now() });
+  const overdrawn = await storedBalanceAndSum(gw, other.id);
   t.equal(overdrawn.balance, -30_000_000);
   t.equal(overdrawn.sum, overdrawn.balance, 'store: invariant after an overdraw');
   t.equal(await balanceOf(gw, other.id), -30);
@@ -600,7 +605,7 @@ t.test('keys of an account: api-keys and management-keys', async (t) => {
   t.strictSame(ownList.body.data, [presented], 'the user lists its own key');
   t.notOk(ownList.text.includes(secret.slice(3)));
 
-  const row = gw.app.store.db.prepare('SELECT * FROM api_keys WHERE id = ?').get(created.body.id) as Record<string, unknown>;
+  const row = (await sqlAll(gw, 'SELECT * FROM api_keys WHERE id = ?', created.body.id))[0] as Record<string, unknown>;
   t.equal(row.key_hash, sha256(secret), 'the database holds the SHA-256 of the key');
   t.notOk(Object.values(row).some((v) => typeof v === 'string' && v.includes(secret.slice(3))), 'no column holds the secret');
 
@@ -630,9 +635,9 @@ t.test('keys of an account: api-keys and management-keys', async (t) => {
   const mkGot = await gw.http('GET', `/api/management/management-keys/${mk.body.id}`, { token: gw.adminKey });
   t.equal(mkGot.status, 200);
   t.notOk(mkGot.text.includes(mkSecret.slice(4)), 'get never includes the secret');
-  const mkRow = gw.app.store.db.prepare('SELECT * FROM management_keys WHERE id = ?').get(mk.body.id) as Record<string, unknown>;
+  const mkRow = (await sqlAll(gw, 'SELECT * FROM management_keys WHERE id = ?', mk.body.id))[0] as Record<string, unknown>;
   t.equal(mkRow.key_hash, sha256(mkSecret));
-  const everything = allStoredStrings(gw);
+  const everything = await allStoredStrings(gw);
   for (const [label, key] of [['sk-', secret], ['akm-', mkSecret], ['admin akm-', gw.adminKey], ['user akm-', user.key]] as const) {
     t.notOk(everything.some((v) => v.includes(key.slice(key.indexOf('-') + 1))), `no stored value holds the ${label} secret`);
     t.ok(everything.includes(sha256(key)), `the ${label} key's hash is stored`);
@@ -710,7 +715,7 @@ t.test('keys of an account: api-keys and management-keys', async (t) => {
   t.equal(unlimited.body.rate_limit, 75);
   const noExpiry = await gw.http('PATCH', patchPath, { token: gw.adminKey, body: { expires_at: null, budget: 2.5 } });
   t.match(noExpiry.body, { expires_at: null, budget: 2.5, name: 'renamed', rate_limit: 75 });
-  const stored = gw.app.store.apiKeys.byId(patched.id);
+  const stored = await gw.app.store.apiKeys.byId(patched.id);
   t.match(stored, { name: 'renamed', rateLimit: 75, budgetMicros: 2_500_000, expiresAt: null }, 'the changes are stored');
   for (const [body, param, code] of [
     [{}, 'body', 'invalid_field'],
@@ -758,10 +763,10 @@ t.test('keys of an account: api-keys and management-keys', async (t) => {
   // Status: active, expired, exhausted, revoked
   const budgeted = await createApiKey(gw, gw.adminKey, user.id, { name: 'budgeted', budget: 1 });
   t.equal(budgeted.body.status, 'active');
-  gw.app.store.ledger.charge({ accountId: user.id, amountMicros: 500_000, requestId: 'req_budget_1', apiKeyId: budgeted.id, now: Date.now() });
+  await gw.app.store.ledger.charge({ accountId: user.id, amountMicros: 500_000, requestId: 'req_budget_1', apiKeyId: budgeted.id, now: Date.now() });
   const half = await gw.http('GET', `/api/management/api-keys/${budgeted.id}`, { token: gw.adminKey });
   t.match(half.body, { spent: 0.5, budget: 1, status: 'active' }, 'below the budget it is active');
-  gw.app.store.ledger.charge({ accountId: user.id, amountMicros: 500_000, requestId: 'req_budget_2', apiKeyId: budgeted.id, now: Date.now() });
+  await gw.app.store.ledger.charge({ accountId: user.id, amountMicros: 500_000, requestId: 'req_budget_2', apiKeyId: budgeted.id, now: Date.now() });
   const exhausted = await gw.http('GET', `/api/management/api-keys/${budgeted.id}`, { token: gw.adminKey });
   t.match(exhausted.body, { spent: 1, budget: 1, status: 'exhausted' }, 'spent = budget is exhausted');
   const listed = await gw.http('GET', `/api/management/accounts/${user.id}/api-keys`, { token: gw.adminKey });
@@ -772,13 +777,13 @@ t.test('keys of an account: api-keys and management-keys', async (t) => {
   t.equal(lowered.body.status, 'exhausted', 'a budget below spent is exhausted');
 
   const expiring = await createApiKey(gw, gw.adminKey, user.id, { name: 'expiring', expires_at: '2999-01-01' });
-  gw.app.store.db.prepare('UPDATE api_keys SET expires_at = ? WHERE id = ?').run(Date.now() - 1000, expiring.id);
+  await sqlRun(gw, 'UPDATE api_keys SET expires_at = ? WHERE id = ?', Date.now() - 1000, expiring.id);
   const expiredView = await gw.http('GET', `/api/management/api-keys/${expiring.id}`, { token: gw.adminKey });
   t.equal(expiredView.body.status, 'expired');
   const extended = await gw.http('PATCH', `/api/management/api-keys/${expiring.id}`, { token: gw.adminKey, body: { expires_at: '2999-02-01' } });
   t.equal(extended.status, 200, 'an expired key can be extended');
   t.equal(extended.body.status, 'active');
-  gw.app.store.db.prepare('UPDATE api_keys SET expires_at = ? WHERE id = ?').run(Date.now() - 1000, expiring.id);
+  await sqlRun(gw, 'UPDATE api_keys SET expires_at = ? WHERE id = ?', Date.now() - 1000, expiring.id);
   const revokedExpired = await gw.http('DELETE', `/api/management/api-keys/${expiring.id}`, { token: gw.adminKey });
   t.equal(revokedExpired.body.status, 'revoked', 'revoked wins over expired');
 
@@ -797,7 +802,7 @@ t.test('keys of an account: api-keys and management-keys', async (t) => {
   }
   for (const method of ['GET', 'DELETE']) {
     isError(t, await gw.http(method, `/api/management/management-keys/${neighbourMk.body.id}`, { token: user.key }), 404, 'management_key_not_found', undefined, `user ${method} neighbour management key`);
-    isError(t, await gw.http(method, `/api/management/management-keys/${gw.app.store.managementKeys.listByAccount(admin.id)[0]?.id}`, { token: user.key }), 404, 'management_key_not_found', undefined, `user ${method} admin management key`);
+    isError(t, await gw.http(method, `/api/management/management-keys/${(await gw.app.store.managementKeys.listByAccount(admin.id))[0]?.id}`, { token: user.key }), 404, 'management_key_not_found', undefined, `user ${method} admin management key`);
   }
   for (const segment of ['api-keys', 'management-keys']) {
     isError(t, await gw.http('GET', `/api/management/accounts/${other.id}/${segment}`, { token: user.key }), 404, 'account_not_found', undefined, `user lists neighbour ${segment}`);
@@ -835,12 +840,12 @@ t.test('usage: listing with filters and paging', async (t) => {
 
   const T0 = Date.parse('2025-06-01T00:00:00Z');
   const H = 3_600_000;
-  const r1 = insertUsage(gw, { accountId: a.id, apiKeyId: kA.id, model: 'm1', createdAt: T0, costMicros: 2_500_001, stream: true, cacheReadTokens: 3, cacheWriteTokens: 4 });
-  const r2 = insertUsage(gw, { accountId: a.id, apiKeyId: kA2.id, model: 'm2', createdAt: T0 + H });
-  const r3 = insertUsage(gw, { accountId: b.id, apiKeyId: kB.id, model: 'm1', createdAt: T0 + 2 * H });
-  const r4 = insertUsage(gw, { accountId: a.id, apiKeyId: kA.id, model: 'm1', createdAt: T0 + 3 * H, status: 502, errorType: 'upstream_error', costMicros: 0 });
-  const r5 = insertUsage(gw, { accountId: admin.id, apiKeyId: null, model: 'm2', createdAt: T0 + 4 * H });
-  const r6 = insertUsage(gw, { accountId: b.id, apiKeyId: kB.id, model: 'm2', createdAt: T0 + 5 * H });
+  const r1 = await insertUsage(gw, { accountId: a.id, apiKeyId: kA.id, model: 'm1', createdAt: T0, costMicros: 2_500_001, stream: true, cacheReadTokens: 3, cacheWriteTokens: 4 });
+  const r2 = await insertUsage(gw, { accountId: a.id, apiKeyId: kA2.id, model: 'm2', createdAt: T0 + H });
+  const r3 = await insertUsage(gw, { accountId: b.id, apiKeyId: kB.id, model: 'm1', createdAt: T0 + 2 * H });
+  const r4 = await insertUsage(gw, { accountId: a.id, apiKeyId: kA.id, model: 'm1', createdAt: T0 + 3 * H, status: 502, errorType: 'upstream_error', costMicros: 0 });
+  const r5 = await insertUsage(gw, { accountId: admin.id, apiKeyId: null, model: 'm2', createdAt: T0 + 4 * H });
+  const r6 = await insertUsage(gw, { accountId: b.id, apiKeyId: kB.id, model: 'm2', createdAt: T0 + 5 * H });
   const ids = async (query: string, token = gw.adminKey): Promise<number[]> => {
     const res = await gw.http('GET', `/api/management/usage${query}`, { token });
     if (res.status !== 200) throw new Error(`usage ${query}: ${res.status} ${res.text}`);
@@ -961,8 +966,8 @@ t.test('usage: the live SSE stream', async (t) => {
   const b = await createAccountWithKey(gw, 'live-b@example.com');
   const kA = await createApiKey(gw, gw.adminKey, a.id, { name: 'a1' });
   const kA2 = await createApiKey(gw, gw.adminKey, a.id, { name: 'a2' });
-  const publish = (overrides: Parameters<typeof insertUsage>[1]) => {
-    const record = insertUsage(gw, { createdAt: Date.now(), ...overrides });
+  const publish = async (overrides: Parameters<typeof insertUsage>[1]) => {
+    const record = await insertUsage(gw, { createdAt: Date.now(), ...overrides });
     gw.app.usage.publish(record);
     return record;
   };
@@ -1002,11 +1007,11 @@ t.test('usage: the live SSE stream', async (t) => {
   }
 
   // Published in this order; each stream must skip what its filter excludes and deliver the rest in order.
-  const rAdmin = publish({ accountId: admin.id, model: 'm-other', costMicros: 1_234_567 });
-  const rB = publish({ accountId: b.id, model: 'm-other' });
-  const rA = publish({ accountId: a.id, apiKeyId: kA.id, model: 'm-other', costMicros: 2_500_001, stream: true });
-  const rA2 = publish({ accountId: a.id, apiKeyId: kA2.id, model: 'm-wanted' });
-  const rB2 = publish({ accountId: b.id, model: 'm-wanted' });
+  const rAdmin = await publish({ accountId: admin.id, model: 'm-other', costMicros: 1_234_567 });
+  const rB = await publish({ accountId: b.id, model: 'm-other' });
+  const rA = await publish({ accountId: a.id, apiKeyId: kA.id, model: 'm-other', costMicros: 2_500_001, stream: true });
+  const rA2 = await publish({ accountId: a.id, apiKeyId: kA2.id, model: 'm-wanted' });
+  const rB2 = await publish({ accountId: b.id, model: 'm-wanted' });
 
   const first = await all.nextEvent();
   t.equal(first?.event, 'usage', 'a usage event');
@@ -1064,15 +1069,15 @@ t.test('usage: the live SSE stream', async (t) => {
   t.equal(JSON.parse((await userA.nextEvent())?.data ?? 'null').id, rA2.id);
 
   // More records: the user's stream still only gets its own.
-  publish({ accountId: b.id, model: 'm-wanted' });
-  publish({ accountId: admin.id, model: 'm-wanted' });
-  const rA3 = publish({ accountId: a.id, model: 'm-third' });
+  await publish({ accountId: b.id, model: 'm-wanted' });
+  await publish({ accountId: admin.id, model: 'm-wanted' });
+  const rA3 = await publish({ accountId: a.id, model: 'm-third' });
   t.equal(JSON.parse((await userA.nextEvent())?.data ?? 'null').id, rA3.id, "still none of the other accounts' records");
 
   // Closing some streams does not disturb the others.
   userA.close();
   byKey.close();
-  const rLast = publish({ accountId: a.id, apiKeyId: kA2.id, model: 'm-wanted' });
+  const rLast = await publish({ accountId: a.id, apiKeyId: kA2.id, model: 'm-wanted' });
   for (let i = 0; i < 3; i++) await all.nextEvent();
   t.equal(JSON.parse((await all.nextEvent())?.data ?? 'null').id, rLast.id, 'the open stream continues');
 });

@@ -90,7 +90,7 @@ t.test('/v1/credits: sk- keys by bearer or x-api-key, role separation', async (t
   const lower = await gw.http('GET', '/v1/credits', { headers: { authorization: `bearer ${sk}` } });
   t.equal(lower.status, 200, 'the Bearer scheme is case-insensitive');
 
-  gw.app.store.ledger.charge({ accountId: account.body.id, amountMicros: 750_000, requestId: 'req_settled', now: Date.now() });
+  await gw.app.store.ledger.charge({ accountId: account.body.id, amountMicros: 750_000, requestId: 'req_settled', now: Date.now() });
   t.same((await gw.http('GET', '/v1/credits', { token: sk })).body.balance, 250, 'settled charges show at once');
 
   const cases: [string, Record<string, string>, number, string][] = [
@@ -123,12 +123,12 @@ t.test('last use of a key is recorded without a write per request', async (t) =>
   t.equal(key.body.last_used_at, null);
   const before = Date.now();
   await gw.http('GET', '/v1/credits', { token: key.body.api_key });
-  t.equal(gw.app.store.apiKeys.byId(key.body.id)?.lastUsedAt, null, 'not written on the request path');
+  t.equal((await gw.app.store.apiKeys.byId(key.body.id))?.lastUsedAt, null, 'not written on the request path');
   gw.app.keyAuth.api.flushLastUsed();
-  t.ok((gw.app.store.apiKeys.byId(key.body.id)?.lastUsedAt ?? 0) >= before, 'written by the periodic flush');
+  t.ok(((await gw.app.store.apiKeys.byId(key.body.id))?.lastUsedAt ?? 0) >= before, 'written by the periodic flush');
 
   const tool = await gw.http('POST', '/api/management/accounts/me/management-keys', { token: gw.adminKey, body: { name: 'tool' } });
   t.equal((await gw.http('GET', '/v1/credits', { token: tool.body.management_key })).status, 403);
   gw.app.keyAuth.management.flushLastUsed();
-  t.equal(gw.app.store.managementKeys.byId(tool.body.id)?.lastUsedAt, null, 'a key refused for the surface is not recorded as used');
+  t.equal((await gw.app.store.managementKeys.byId(tool.body.id))?.lastUsedAt, null, 'a key refused for the surface is not recorded as used');
 });

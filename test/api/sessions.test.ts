@@ -66,7 +66,7 @@ t.test('logout ends the session server-side; an expired session says so', async 
   t.equal(res.status, 401);
   t.match(res.body, { error: { code: 401, reason: 'session_expired', message: /session expired/ } });
   t.match((await gw.http('GET', '/api/auth/me', { headers: { cookie: 'token=garbage' } })).body, { error: { reason: 'invalid_session' } });
-  t.equal(gw.app.store.sessions.purge(Date.now() + 8 * 86_400_000), 1, 'the ended session is purged once its token would have expired');
+  t.equal(await gw.app.store.sessions.purge(Date.now() + 8 * 86_400_000), 1, 'the ended session is purged once its token would have expired');
 });
 
 t.test('behind a proxy that rewrites Host: server.public_url is the own origin', async (t) => {

@@ -22,6 +22,7 @@ import {
   type Res,
 } from './harness.js';
 import { CHAT_REQUEST, DECISIONS, ERROR_OBJECT, KEY_REQUEST, LOGIN_REQUEST, MESSAGES_REQUEST, RESPONSES_REQUEST, SIGNUP_REQUEST } from './spec.js';
+import { sqlAll, sqlRun, sqlValue } from '../support/store.js';
 
 /**
  * Contract: the error shape (spec: Resources › Error object; Errors 1) on every error path the
@@ -157,8 +158,8 @@ t.test('credentials on /v1/*: missing, unknown, malformed, revoked, expired, the
   const expiringKey = await daemon.call('POST', '/api/api-keys', { token: owner.token, body: { name: 'to expire', expires_at: '2031-01-01' } });
   const expiringId = str(expiringKey.body, 'id') ?? '';
   // The expiry passes: written to the store (an expiry in the past is refused on create), then the key cache is told.
-  daemon.gw.app.store.db.prepare('UPDATE api_keys SET expires_at = ? WHERE id = ?').run(Date.now() - 1000, expiringId);
-  const record = daemon.gw.app.store.apiKeys.byId(expiringId);
+  await sqlRun(daemon.gw, 'UPDATE api_keys SET expires_at = ? WHERE id = ?', Date.now() - 1000, expiringId);
+  const record = await daemon.gw.app.store.apiKeys.byId(expiringId);
   if (record) daemon.gw.app.keyAuth.api.invalidate(record);
 
   const credentials: [string, Record<string, string>, number][] = [

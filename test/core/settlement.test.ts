@@ -8,7 +8,7 @@ import { Settlement, type SettleInput } from '../../src/core/gateway/settlement.
 import { MemoryHoldStore, type HoldRef } from '../../src/core/limits/holds.js';
 import { UsageService } from '../../src/core/management/usage.js';
 import { BillingJournal, JOURNAL_TRIM_BYTES, journalDir } from '../../src/store/billing-journal.js';
-import { Store } from '../../src/store/store.js';
+import { SqliteStore as Store } from '../../src/store/store.js';
 import type { NewUsage, UsageRecord } from '../../src/store/usage.js';
 import { tempDir } from '../support/gateway.js';
 
@@ -306,7 +306,7 @@ t.test('while batches fail, reads do not wait on the database; a top-up still co
 
   await w.settlement.settle((await call(w, { input: 20, output: 0 })).input);
   const { WalletService } = await import('../../src/core/management/wallet.js');
-  const topup = new WalletService(w.store).topup({ accountId: 'acc_1', amountMicros: 1000 });
+  const topup = await new WalletService(w.store).topup({ accountId: 'acc_1', amountMicros: 1000 });
   t.equal(topup.balanceMicros, 10_000_000 - 50 + 1000, 'the top-up answers the balance with every settled call');
   const entries = w.store.ledger.list('acc_1', 3).map((e) => [e.kind, e.amountMicros]);
   t.same(entries, [['topup', 1000], ['charge', -20], ['charge', -30]], 'in the order they happened');

@@ -54,7 +54,7 @@ async function wallet(micros: number): Promise<FundedKey> {
 async function realCall(model: string, prompt: string, maxTokens: number) {
   const rich = await wallet(100_000_000);
   const first = await chat(rich.key, model, prompt, maxTokens);
-  const row = usageRow(gw, header(first, 'x-request-id'));
+  const row = await usageRow(gw, header(first, 'x-request-id'));
   return { first, row, cost: row?.costMicros ?? 0, outputTokens: Number(first.json?.usage?.completion_tokens) };
 }
 
@@ -90,8 +90,8 @@ for (const [kind, prompt] of [
       const enough = await wallet(Math.ceil(cost * 1.3));
       const admitted = await chat(enough.key, model.id, prompt, outputTokens);
       t.equal(admitted.status, 200, `${model.id}: admitted with 1.3 × ${cost} µINR (${admitted.text.slice(0, 160)})`);
-      t.equal(usageRow(gw, header(admitted, 'x-request-id'))?.costMicros, cost, `${model.id}: charged the same cost`);
-      t.equal(balanceMicros(gw, enough.accountId), Math.ceil(cost * 1.3) - cost, `${model.id}: the wallet lost exactly the cost`);
+      t.equal((await usageRow(gw, header(admitted, 'x-request-id')))?.costMicros, cost, `${model.id}: charged the same cost`);
+      t.equal(await balanceMicros(gw, enough.accountId), Math.ceil(cost * 1.3) - cost, `${model.id}: the wallet lost exactly the cost`);
       await noHolds(t, gw, enough);
 
       // A µINR less than the real cost: refused, nothing upstream, the 402 says why.
@@ -102,7 +102,7 @@ for (const [kind, prompt] of [
       t.equal(refused.json?.error?.reason, 'insufficient_credits');
       t.match(refused.json?.error?.message, /the wallet balance is ₹[\d.]+, which (covers at most max_tokens=\d+|does not cover this prompt)/, `${model.id}: states the balance and what it covers`);
       t.equal(sim.requests.length, before, `${model.id}: nothing upstream`);
-      t.same(charges(gw, short.accountId), [], `${model.id}: no charge`);
+      t.same(await charges(gw, short.accountId), [], `${model.id}: no charge`);
       await noHolds(t, gw, short);
     }
   });
@@ -132,7 +132,7 @@ t.test('without max_tokens near the limit, the gateway sends the most the tight 
   const upstream = sim.requests.at(-1)?.body as { generationConfig?: { maxOutputTokens?: number } };
   const sent = upstream.generationConfig?.maxOutputTokens ?? 0;
   t.ok(sent > 64 && sent < 65_536, `a max output lowered to what the wallet covers (${sent})`);
-  t.ok(balanceMicros(gw, funded.accountId) >= 0, 'never negative');
+  t.ok(await balanceMicros(gw, funded.accountId) >= 0, 'never negative');
   await noHolds(t, gw, funded);
 });
 
@@ -162,10 +162,10 @@ t.test('concurrent calls near the limit never overspend with the tight bound', a
   const ok = results.filter((r) => r.status === 200);
   t.equal(ok.length, expected, `exactly as many admitted as tight holds fit (${ok.length})`);
   t.ok(results.every((r) => r.status === 200 || (r.status === 402 && r.json?.error?.reason === 'insufficient_credits')), 'the rest are 402');
-  const final = balanceMicros(gw, funded.accountId);
+  const final = await balanceMicros(gw, funded.accountId);
   t.ok(final >= 0, `balance never negative (${final})`);
   t.equal(final, initial - ok.length * cost, 'balance = initial − the real cost of each admitted call');
-  t.equal(charges(gw, funded.accountId).length, ok.length, 'one charge per answer');
-  t.equal(gw.app.store.ledger.sum(funded.accountId), final, 'balance = ledger sum');
+  t.equal((await charges(gw, funded.accountId)).length, ok.length, 'one charge per answer');
+  t.equal(await gw.app.store.ledger.sum(funded.accountId), final, 'balance = ledger sum');
   await noHolds(t, gw, funded);
 });

@@ -122,7 +122,7 @@ t.test('exact µINR: gpt-4o-mini 1000 in / 500 out = 37 800 µINR', async (t) =>
 
   const key = await gw.http('GET', `/api/management/api-keys/${funded.keyId}`, { token: gw.adminKey });
   t.equal(key.body.spent, 0.0378, 'key spent');
-  t.equal(gw.app.store.ledger.sum(funded.accountId), balanceMicros(gw, funded.accountId), 'balance equals the ledger sum');
+  t.equal(await gw.app.store.ledger.sum(funded.accountId), await balanceMicros(gw, funded.accountId), 'balance equals the ledger sum');
   await noHolds(t, gw, funded);
 });
 
@@ -174,26 +174,26 @@ t.test('exact µINR: rounding, cached tokens, Anthropic cache read/write', async
   for (const c of cases) {
     await t.test(c.name, async (t) => {
       sim.enqueue({ usage: c.usage });
-      const before = balanceMicros(gw, funded.accountId);
+      const before = await balanceMicros(gw, funded.accountId);
       const res = await post(gw.url, funded.key, { model: c.model, messages: USER });
       t.equal(res.status, 200, res.text.slice(0, 200));
       t.equal(header(res, 'x-gateway-cost-inr'), c.header, 'x-gateway-cost-inr');
-      const row = usageRow(gw, header(res, 'x-request-id'));
+      const row = await usageRow(gw, header(res, 'x-request-id'));
       t.equal(row?.costMicros, c.micros, 'usage row cost');
       t.equal(row?.inputTokens, c.usage.input, 'input tokens (cached included)');
       t.equal(row?.cacheReadTokens, c.usage.cacheRead ?? 0, 'cache read tokens');
       t.equal(row?.cacheWriteTokens, (c.usage as { cacheWrite?: number }).cacheWrite ?? 0, 'cache write tokens');
       if (c.usage.cacheRead) t.equal(res.json.usage.prompt_tokens_details.cached_tokens, c.usage.cacheRead, 'cached_tokens in the response');
-      const charge = charges(gw, funded.accountId).find((e) => e.requestId === row?.requestId);
+      const charge = (await charges(gw, funded.accountId)).find((e) => e.requestId === row?.requestId);
       t.equal(charge?.amountMicros, -c.micros, 'ledger charge');
-      t.equal(balanceMicros(gw, funded.accountId), before - c.micros, 'balance lowered by exactly the cost');
+      t.equal(await balanceMicros(gw, funded.accountId), before - c.micros, 'balance lowered by exactly the cost');
       spent += c.micros;
     });
   }
   const key = await gw.http('GET', `/api/management/api-keys/${funded.keyId}`, { token: gw.adminKey });
   t.equal(key.body.spent, inr(spent), 'key spent is the sum');
-  t.equal(balanceMicros(gw, funded.accountId), 10_000_000 - spent, 'wallet: initial − Σ costs');
-  t.equal(gw.app.store.ledger.sum(funded.accountId), balanceMicros(gw, funded.accountId), 'balance equals the ledger sum');
+  t.equal(await balanceMicros(gw, funded.accountId), 10_000_000 - spent, 'wallet: initial − Σ costs');
+  t.equal(await gw.app.store.ledger.sum(funded.accountId), await balanceMicros(gw, funded.accountId), 'balance equals the ledger sum');
   await noHolds(t, gw, funded);
 });
 
@@ -225,10 +225,10 @@ t.test('streamed calls are billed the same, and settled before the last bytes', 
       }
       t.ok(sawFinish, 'read up to the finish chunk');
       // Before reading further: the call is already settled.
-      const row = usageRow(gw, id);
+      const row = await usageRow(gw, id);
       t.equal(row?.costMicros, micros, 'usage row exists with the exact cost before [DONE] is read');
       t.equal(row?.stream, true);
-      t.equal(charges(gw, funded.accountId).find((e) => e.requestId === id)?.amountMicros, -micros, 'ledger charge exists before [DONE] is read');
+      t.equal((await charges(gw, funded.accountId)).find((e) => e.requestId === id)?.amountMicros, -micros, 'ledger charge exists before [DONE] is read');
       const rest: string[] = [];
       for (let frame = await next(); frame !== null; frame = await next()) rest.push(frame.replace(/^data: /, ''));
       t.equal(rest.at(-1), '[DONE]', '[DONE] follows');
@@ -238,7 +238,7 @@ t.test('streamed calls are billed the same, and settled before the last bytes', 
       t.equal(usageChunk.usage.completion_tokens, usage.output);
     });
   }
-  t.equal(balanceMicros(gw, funded.accountId), 10_000_000 - 37_800 - 107_520 - 79_128, 'wallet lowered by each');
+  t.equal(await balanceMicros(gw, funded.accountId), 10_000_000 - 37_800 - 107_520 - 79_128, 'wallet lowered by each');
   await noHolds(t, gw, funded);
 });
 
@@ -252,7 +252,7 @@ t.test('no upstream usage: billed from the gateway’s own token count', async (
       const res = await post(gw.url, funded.key, { model: MINI, messages: USER, stream });
       t.equal(res.status, 200);
       if (stream) t.match(res.text, /data: \[DONE\]\n\n$/, 'the stream completes');
-      const row = usageRow(gw, header(res, 'x-request-id'));
+      const row = await usageRow(gw, header(res, 'x-request-id'));
       t.equal(row?.status, 200);
       t.ok((row?.inputTokens ?? 0) > 0, 'input tokens > 0');
       t.equal(row?.outputTokens, textTokens, 'output tokens are the tokenizer count of the answer');
@@ -262,7 +262,7 @@ t.test('no upstream usage: billed from the gateway’s own token count', async (
         ceilMillion(BigInt(row?.inputTokens ?? 0) * PRICE.mini.input + BigInt(row?.outputTokens ?? 0) * PRICE.mini.output),
         'cost is the price of the counted tokens',
       );
-      t.equal(charges(gw, funded.accountId).find((e) => e.requestId === row?.requestId)?.amountMicros, -(row?.costMicros ?? 0), 'charged');
+      t.equal((await charges(gw, funded.accountId)).find((e) => e.requestId === row?.requestId)?.amountMicros, -(row?.costMicros ?? 0), 'charged');
       if (!stream) t.equal(res.json.usage.completion_tokens, textTokens, 'the response reports the counted usage');
     });
   }
@@ -294,7 +294,7 @@ function overlapping(): void {
 t.test('200 concurrent calls against a wallet for exactly 50', async (t) => {
   const initial = 50 * CALL_MICROS;
   const funded = await fundedKey(gw, { balance: inr(initial) });
-  t.equal(balanceMicros(gw, funded.accountId), initial, 'funded with 50 × the hold');
+  t.equal(await balanceMicros(gw, funded.accountId), initial, 'funded with 50 × the hold');
   const requestsBefore = sim.requests.length;
   overlapping();
   let results: Raw[];
@@ -312,12 +312,12 @@ t.test('200 concurrent calls against a wallet for exactly 50', async (t) => {
   t.equal(sim.requests.length - requestsBefore, ok.length, 'only admitted calls reached the upstream');
   t.ok(ok.every((r) => header(r, 'x-gateway-cost-inr') === inr(CALL_MICROS).toString()), 'each cost exactly the hold');
 
-  const final = balanceMicros(gw, funded.accountId);
-  const list = charges(gw, funded.accountId);
+  const final = await balanceMicros(gw, funded.accountId);
+  const list = await charges(gw, funded.accountId);
   const charged = list.reduce((sum, e) => sum - e.amountMicros, 0);
   t.ok(final >= 0, `balance never negative (${final})`);
   t.equal(final, initial - charged, 'balance = initial − Σ charges');
-  t.equal(gw.app.store.ledger.sum(funded.accountId), final, 'balance = ledger sum');
+  t.equal(await gw.app.store.ledger.sum(funded.accountId), final, 'balance = ledger sum');
   t.equal(list.length, ok.length, 'one ledger charge per successful call');
   t.same(new Set(list.map((e) => e.requestId)), new Set(ok.map((r) => header(r, 'x-request-id'))), 'the charges are the successful calls');
   t.equal(final, 0, 'the wallet is exactly used up');
@@ -339,11 +339,11 @@ t.test('concurrent calls against a key budget smaller than the wallet', async (t
   t.ok(ok.length <= 20, `never more than the budget allows (${ok.length})`);
   t.equal(ok.length, 20, 'exactly 20 succeed');
   t.ok(refused.every((r) => r.status === 402 && r.json?.error?.type === 'budget_exceeded' && r.json?.error?.code === 402 && r.json?.error?.reason === 'budget_exceeded'), '402 budget_exceeded');
-  const key = gw.app.store.apiKeys.byId(funded.keyId);
+  const key = await gw.app.store.apiKeys.byId(funded.keyId);
   t.ok((key?.spentMicros ?? Infinity) <= budget, `spent never above the budget (${key?.spentMicros} ≤ ${budget})`);
   t.equal(key?.spentMicros, ok.length * CALL_MICROS, 'spent = Σ charges');
-  t.equal(balanceMicros(gw, funded.accountId), 5_000_000 - ok.length * CALL_MICROS, 'wallet charged the same');
-  t.equal(gw.app.store.ledger.sum(funded.accountId), balanceMicros(gw, funded.accountId), 'balance = ledger sum');
+  t.equal(await balanceMicros(gw, funded.accountId), 5_000_000 - ok.length * CALL_MICROS, 'wallet charged the same');
+  t.equal(await gw.app.store.ledger.sum(funded.accountId), await balanceMicros(gw, funded.accountId), 'balance = ledger sum');
   await noHolds(t, gw, funded);
 });
 
@@ -361,11 +361,11 @@ t.test('a reused x-request-id cannot buy more answers than the wallet pays for',
     sim.setDefault({});
   }
   const answered = results.filter((r) => r.status === 200 && r.text.includes('"content":"A pa'));
-  const paid = charges(gw, funded.accountId);
+  const paid = await charges(gw, funded.accountId);
   // Regression: holds were keyed by the client's x-request-id, so calls reusing one id shared a hold.
   t.ok(answered.length <= 1, `a wallet for one call delivers at most one answer (${answered.length} delivered)`);
   t.equal(paid.length, answered.length, `every delivered answer is charged (${paid.length} charges for ${answered.length} answers)`);
-  t.ok(balanceMicros(gw, funded.accountId) >= 0, 'balance never negative');
+  t.ok(await balanceMicros(gw, funded.accountId) >= 0, 'balance never negative');
   await noHolds(t, gw, funded);
 });
 
@@ -435,7 +435,7 @@ t.test('402 messages', async (t) => {
     sim.enqueue({ usage: { input: BOUND, output: MAX_TOKENS } });
     const first = await post(gw.url, funded.key, { model: MINI, messages: USER, max_tokens: MAX_TOKENS });
     t.equal(first.status, 200, 'a call costing exactly the budget');
-    t.equal(gw.app.store.apiKeys.byId(funded.keyId)?.spentMicros, CALL_MICROS, 'spent = budget');
+    t.equal((await gw.app.store.apiKeys.byId(funded.keyId))?.spentMicros, CALL_MICROS, 'spent = budget');
     const before = sim.requests.length;
     const second = await post(gw.url, funded.key, { model: MINI, messages: USER, max_tokens: 1 });
     t.equal(second.status, 402);
@@ -474,7 +474,7 @@ t.test('rate limit: 5 per minute', async (t) => {
   t.equal(header(limited, 'x-ratelimit-remaining-requests'), '0');
   t.match(header(limited, 'x-ratelimit-reset-requests'), /^\d+(\.\d+)?s$/);
   t.equal(sim.requests.length, before + 5, 'the 6th did not reach the upstream');
-  t.equal(charges(gw, funded.accountId).length, 5, 'five charges');
+  t.equal((await charges(gw, funded.accountId)).length, 5, 'five charges');
   await noHolds(t, gw, funded);
 });
 
@@ -519,7 +519,7 @@ t.test('two daemons sharing Redis: one rate limit', { skip: redisSkipReason() },
   }
   // Each daemon applies the calls it settled in its own batches; a read sees both once both are in.
   drainAll(a, b);
-  t.equal(charges(a, funded.accountId).length, 6, 'six charges in the shared ledger');
+  t.equal((await charges(a, funded.accountId)).length, 6, 'six charges in the shared ledger');
   await noHolds(t, a, funded);
   await noHolds(t, b, funded);
 });
@@ -562,13 +562,13 @@ t.test('two daemons sharing Redis: concurrent calls never overspend one wallet',
   t.ok(fromB > 0 && fromB < ok.length, `both daemons served calls (B: ${fromB} of ${ok.length})`);
 
   drainAll(a, b);
-  const final = balanceMicros(a, funded.accountId);
-  t.equal(balanceMicros(b, funded.accountId), final, 'both daemons read the same balance');
-  const list = charges(a, funded.accountId);
+  const final = await balanceMicros(a, funded.accountId);
+  t.equal(await balanceMicros(b, funded.accountId), final, 'both daemons read the same balance');
+  const list = await charges(a, funded.accountId);
   const charged = list.reduce((sum, e) => sum - e.amountMicros, 0);
   t.ok(final >= 0, `balance never negative (${final})`);
   t.equal(final, initial - charged, 'balance = initial − Σ charges');
-  t.equal(a.app.store.ledger.sum(funded.accountId), final, 'balance = ledger sum');
+  t.equal(await a.app.store.ledger.sum(funded.accountId), final, 'balance = ledger sum');
   t.equal(list.length, ok.length, 'one charge per successful call');
   await noHolds(t, a, funded);
   await noHolds(t, b, funded);
@@ -576,8 +576,8 @@ t.test('two daemons sharing Redis: concurrent calls never overspend one wallet',
 
 t.test('no hold outlives its call on the main daemon', async (t) => {
   // Every account this file used: all holds released after successes, 402s, 429s.
-  for (const account of gw.app.store.accounts.list(1000, 0)) {
-    for (const key of gw.app.store.apiKeys.listByAccount(account.id)) {
+  for (const account of await gw.app.store.accounts.list(1000, 0)) {
+    for (const key of await gw.app.store.apiKeys.listByAccount(account.id)) {
       gw.app.settlement.drain();
       t.same(await gw.app.holds.held(account.id, key.id), { accountHeldMicros: 0, keyHeldMicros: 0 }, `no hold on ${key.id}`);
     }

@@ -8,6 +8,7 @@ import type { UsageRecord } from '../../src/store/usage.js';
 import { fundedKey, simulatedProviders, startTestGateway, type FundedKey, type TestGateway } from '../support/gateway.js';
 import { ProviderSimulator, type Scenario } from '../support/simulator/server.js';
 import { charges, header, noHolds, postJson, until, usageRow, type RawResponse } from '../support/e2e.js';
+import { sqlAll, sqlRun, sqlValue } from '../support/store.js';
 
 /**
  * End-to-end: POST /v1/chat/completions over raw HTTP against the provider simulator. SSE
@@ -261,7 +262,7 @@ t.test('request validation: 400 naming the field, nothing upstream, no usage row
     { name: 'body not an object', body: '[1, 2, 3]', param: null, reason: 'invalid_body' },
   ];
   const requestsBefore = sim.requests.length;
-  const rowsBefore = gw.app.store.usage.list({ limit: 1000 }).length;
+  const rowsBefore = (await gw.app.store.usage.list({ limit: 1000 })).length;
   for (const c of cases) {
     await t.test(c.name, async (t) => {
       const res = await post(gw, funded.key, c.body);
@@ -270,7 +271,7 @@ t.test('request validation: 400 naming the field, nothing upstream, no usage row
     });
   }
   t.equal(sim.requests.length, requestsBefore, 'nothing reached the simulator');
-  t.equal(gw.app.store.usage.list({ limit: 1000 }).length, rowsBefore, 'no usage row written');
+  t.equal((await gw.app.store.usage.list({ limit: 1000 })).length, rowsBefore, 'no usage row written');
   await noHolds(t, gw, funded);
 });
 
@@ -279,7 +280,7 @@ t.test('request validation: 400 naming the field, nothing upstream, no usage row
 
 t.test('model errors', async (t) => {
   const requestsBefore = sim.requests.length;
-  const rowsBefore = gw.app.store.usage.list({ limit: 1000 }).length;
+  const rowsBefore = (await gw.app.store.usage.list({ limit: 1000 })).length;
 
   const unknown = await post(gw, funded.key, { model: 'openai/gpt-nope', messages: USER });
   expectError(t, unknown, 404, 'not_found_error', 'model_not_found', 'model');
@@ -303,7 +304,7 @@ t.test('model errors', async (t) => {
   t.match(streamTooMany.json.error.message, /^max_completion_tokens: /, 'names the field the client used');
 
   t.equal(sim.requests.length, requestsBefore, 'nothing reached the simulator');
-  t.equal(gw.app.store.usage.list({ limit: 1000 }).length, rowsBefore, 'no usage row written');
+  t.equal((await gw.app.store.usage.list({ limit: 1000 })).length, rowsBefore, 'no usage row written');
   await noHolds(t, gw, funded);
 });
 
@@ -330,7 +331,7 @@ t.test('credentials', async (t) => {
   // Expired: the API only takes future dates, so move expires_at into the past in the store
   // (before the key's first use, so no cached record hides it).
   const expired = await fundedKey(gw, { balance: 10 });
-  gw.app.store.db.prepare('UPDATE api_keys SET expires_at = ? WHERE id = ?').run(Date.now() - 60_000, expired.keyId);
+  await sqlRun(gw, 'UPDATE api_keys SET expires_at = ? WHERE id = ?', Date.now() - 60_000, expired.keyId);
   expectError(t, await post(gw, expired.key, body), 401, 'authentication_error', 'expired_api_key');
 
   t.equal(sim.requests.length, requestsBefore, 'nothing reached the simulator');
@@ -352,7 +353,7 @@ t.test('a provider whose api_key variable is unset: 503 naming the variable', as
   t.equal(sim.requests.length, before, 'nothing reached the simulator');
   unsetGw.app.settlement.drain();
   t.same(await unsetGw.app.holds.held(key.accountId, key.keyId), { accountHeldMicros: 0, keyHeldMicros: 0 }, 'no hold left');
-  t.equal(unsetGw.app.store.ledger.list(key.accountId, 100).filter((e) => e.kind === 'charge').length, 0, 'no charge');
+  t.equal((await unsetGw.app.store.ledger.list(key.accountId, 100)).filter((e) => e.kind === 'charge').length, 0, 'no charge');
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -420,12 +421,12 @@ t.test('upstream errors are normalized (JSON and stream before any output)', asy
           c.check?.(t, res);
           if (c.scenario) t.equal(sim.requests.length, before + 1, 'one upstream request');
           const id = header(res, 'x-request-id');
-          await until('the usage row', () => usageRow(gw, id) !== undefined);
-          const row = usageRow(gw, id);
+          await until('the usage row', async () => await usageRow(gw, id) !== undefined);
+          const row = await usageRow(gw, id);
           t.equal(row?.status, c.status, 'usage row has the status');
           t.equal(row?.errorType, c.reason, 'usage row has the error reason');
           t.equal(row?.costMicros, 0, 'cost 0');
-          t.same(charges(gw, funded.accountId, id), [], 'no ledger charge');
+          t.same(await charges(gw, funded.accountId, id), [], 'no ledger charge');
           await noHolds(t, gw, funded);
         });
       }
@@ -487,14 +488,14 @@ t.test('errors after the SSE headers end the stream with an error chunk, no [DON
         t.notOk(chunks.some((c) => c.choices?.[0]?.finish_reason), 'no finish chunk');
 
         const id = header(res, 'x-request-id');
-        await until('the usage row', () => usageRow(gw, id) !== undefined);
-        const row = usageRow(gw, id);
+        await until('the usage row', async () => await usageRow(gw, id) !== undefined);
+        const row = await usageRow(gw, id);
         t.equal(row?.status, fault.status, 'usage row has the error status');
         t.equal(row?.errorType, fault.reason, 'and the error reason');
         t.ok((row?.outputTokens ?? 0) > 0, 'bills output tokens');
         t.equal(row?.outputTokens, await countTextTokens(delivered), 'exactly the tokens of the delivered text');
         t.ok((row?.costMicros ?? 0) > 0, 'cost > 0 since text was delivered');
-        t.equal(charges(gw, funded.accountId, id)[0]?.amountMicros, -(row?.costMicros ?? 0), 'one ledger charge of that cost');
+        t.equal((await charges(gw, funded.accountId, id))[0]?.amountMicros, -(row?.costMicros ?? 0), 'one ledger charge of that cost');
         await noHolds(t, gw, funded);
       });
     }
@@ -554,14 +555,14 @@ t.test('a client that disconnects mid-stream aborts the upstream call; billed 49
       t.ok(contentChunks >= 4, 'read a few content chunks before leaving');
       await until('the upstream call to be aborted', () => sim.activeRequests() === 0);
       t.equal(sim.activeRequests(), 0, 'no upstream request left open');
-      await until('the usage row', () => usageRow(gw, id) !== undefined);
-      const row = usageRow(gw, id);
+      await until('the usage row', async () => await usageRow(gw, id) !== undefined);
+      const row = await usageRow(gw, id);
       t.equal(row?.status, 499, 'usage row status 499');
       t.equal(row?.errorType, 'client_disconnected');
       t.ok((row?.outputTokens ?? 0) > 0, 'output tokens delivered are billed');
       t.ok((row?.outputTokens ?? Infinity) < fullTokens, `fewer than the full answer (${row?.outputTokens} < ${fullTokens})`);
       t.ok((row?.costMicros ?? 0) > 0, 'cost > 0');
-      t.equal(charges(gw, funded.accountId, id).length, 1, 'one ledger charge');
+      t.equal((await charges(gw, funded.accountId, id)).length, 1, 'one ledger charge');
       await noHolds(t, gw, funded);
     });
   }
@@ -569,7 +570,7 @@ t.test('a client that disconnects mid-stream aborts the upstream call; billed 49
 
 t.test('a client that disconnects while a non-streaming call waits: upstream aborted, 499, cost 0', async (t) => {
   const before = sim.requests.length;
-  const rowsBefore = new Set(gw.app.store.usage.list({ limit: 1000 }).map((row) => row.requestId));
+  const rowsBefore = new Set((await gw.app.store.usage.list({ limit: 1000 })).map((row) => row.requestId));
   sim.enqueue({ delayMs: 4000 });
   const controller = new AbortController();
   const pending = request(`${gw.url}/v1/chat/completions`, {
@@ -584,13 +585,13 @@ t.test('a client that disconnects while a non-streaming call waits: upstream abo
   await until('the upstream call to be aborted', () => sim.activeRequests() === 0);
   t.equal(sim.activeRequests(), 0, 'upstream aborted');
   // The client never saw its request id (it went away before the headers): find the new row.
-  const newRow = (): UsageRecord | undefined => gw.app.store.usage.list({ limit: 1000 }).find((row) => !rowsBefore.has(row.requestId));
-  await until('the usage row', () => newRow() !== undefined);
-  const row = newRow();
+  const newRow = async (): Promise<UsageRecord | undefined> => (await gw.app.store.usage.list({ limit: 1000 })).find((row) => !rowsBefore.has(row.requestId));
+  await until('the usage row', async () => (await newRow()) !== undefined);
+  const row = await newRow();
   t.equal(row?.status, 499, 'status 499');
   t.equal(row?.errorType, 'client_disconnected');
   t.equal(row?.costMicros, 0, 'cost 0');
-  t.same(charges(gw, funded.accountId, row?.requestId), [], 'no charge');
+  t.same(await charges(gw, funded.accountId, row?.requestId), [], 'no charge');
   await noHolds(t, gw, funded);
 });
 
@@ -611,19 +612,19 @@ t.test('request ids: on every error, and one per call', async (t) => {
 
   // The same client-chosen x-request-id twice: two calls, two usage rows with their own ids.
   const shared = `client-${randomUUID()}`;
-  const rowsBefore = gw.app.store.usage.list({ limit: 1000 }).length;
-  const chargesBefore = charges(gw, funded.accountId).length;
+  const rowsBefore = (await gw.app.store.usage.list({ limit: 1000 })).length;
+  const chargesBefore = (await charges(gw, funded.accountId)).length;
   const first = await post(gw, funded.key, { model: 'openai/gpt-4o-mini', messages: USER }, { 'x-request-id': shared });
   const second = await post(gw, funded.key, { model: 'openai/gpt-4o-mini', messages: USER }, { 'x-request-id': shared });
   t.equal(first.status, 200, 'first call succeeds');
   // Regression: the client's x-request-id was the call's id, so a reused one broke billing
   // (500 at settlement, one charge for two answers).
   t.equal(second.status, 200, `second call with the same x-request-id succeeds (got ${second.status} ${second.text.slice(0, 120)})`);
-  const allRows = gw.app.store.usage.list({ limit: 1000 });
+  const allRows = await gw.app.store.usage.list({ limit: 1000 });
   const rows = allRows.slice(0, allRows.length - rowsBefore); // newest first: the rows of these two calls
   t.equal(rows.length, 2, 'two usage rows');
   t.equal(new Set(rows.map((r) => r.requestId)).size, rows.length, "the usage rows' request_id differ");
-  t.equal(charges(gw, funded.accountId).length - chargesBefore, 2, 'both calls are charged');
+  t.equal((await charges(gw, funded.accountId)).length - chargesBefore, 2, 'both calls are charged');
 
   // Streamed, the reused id lets the whole answer through before settlement fails.
   const text = 'A streamed answer that should be billed.';
@@ -638,7 +639,7 @@ t.test('request ids: on every error, and one per call', async (t) => {
     .join('');
   t.equal(delivered, text, 'the client received the whole answer');
   t.equal(frames.at(-1)?.data, '[DONE]', 'the stream ends with [DONE]');
-  t.equal(charges(gw, funded.accountId).length - chargesBefore, 3, 'the streamed call is charged too');
+  t.equal((await charges(gw, funded.accountId)).length - chargesBefore, 3, 'the streamed call is charged too');
   await noHolds(t, gw, funded);
 });
 

@@ -75,8 +75,8 @@ const PRICE = {
   haiku: { input: 84_000_000n, output: 420_000_000n, cacheRead: 8_400_000n, cacheWrite: 105_000_000n },
 };
 
-function rowsOfKey(gw: TestGateway, keyId: string): UsageRecord[] {
-  return gw.app.store.usage.list({ limit: 1000 }).filter((row) => row.apiKeyId === keyId);
+async function rowsOfKey(gw: TestGateway, keyId: string): Promise<UsageRecord[]> {
+  return (await gw.app.store.usage.list({ limit: 1000 })).filter((row) => row.apiKeyId === keyId);
 }
 
 async function credits(gw: TestGateway, key: string): Promise<unknown> {
@@ -240,7 +240,7 @@ t.test('exact cost, JSON: the same usage is the same bill in every format', asyn
             'the usage in the response body',
           );
           const id = header(res, 'x-request-id');
-          const row = usageRow(gw, id);
+          const row = await usageRow(gw, id);
           t.ok(row, 'a usage row with the call’s request id');
           t.equal(row?.endpoint, ENDPOINT[format], `endpoint ${ENDPOINT[format]}`);
           t.equal(row?.apiKeyId, funded.keyId, 'the row names the key');
@@ -256,7 +256,7 @@ t.test('exact cost, JSON: the same usage is the same bill in every format', asyn
             errorType: null,
           });
           rows[format] = billed(row);
-          const charged = charges(gw, funded.accountId, id);
+          const charged = await charges(gw, funded.accountId, id);
           t.equal(charged.length, 1, 'one ledger charge');
           t.equal(charged[0]?.amountMicros, -c.micros, 'charged exactly the cost');
           t.equal(charged[0]?.apiKeyId, funded.keyId);
@@ -267,10 +267,10 @@ t.test('exact cost, JSON: the same usage is the same bill in every format', asyn
       }
       t.same(rows.responses, rows.chat, 'responses row = chat row');
       t.same(rows.messages, rows.chat, 'messages row = chat row');
-      t.equal(charges(gw, funded.accountId).length, 3, 'three charges in all');
-      t.equal(balanceMicros(gw, funded.accountId), 10_000_000 - 3 * c.micros, 'wallet: 10 − 3 × cost');
-      t.equal(gw.app.store.ledger.sum(funded.accountId), balanceMicros(gw, funded.accountId), 'balance = ledger sum');
-      t.equal(gw.app.store.apiKeys.byId(funded.keyId)?.spentMicros, 3 * c.micros, 'key spent = Σ costs');
+      t.equal((await charges(gw, funded.accountId)).length, 3, 'three charges in all');
+      t.equal(await balanceMicros(gw, funded.accountId), 10_000_000 - 3 * c.micros, 'wallet: 10 − 3 × cost');
+      t.equal(await gw.app.store.ledger.sum(funded.accountId), await balanceMicros(gw, funded.accountId), 'balance = ledger sum');
+      t.equal((await gw.app.store.apiKeys.byId(funded.keyId))?.spentMicros, 3 * c.micros, 'key spent = Σ costs');
       await noHolds(t, gw, funded);
     });
   }
@@ -288,7 +288,7 @@ t.test('exact cost, streamed: billed the same, settled before the final event is
       const rows: Record<string, ReturnType<typeof billed>> = {};
       for (const format of FORMATS) {
         await t.test(format, async (t) => {
-          const before = balanceMicros(gw, funded.accountId);
+          const before = await balanceMicros(gw, funded.accountId);
           sim.enqueue({ usage: c.usage, text: 'Streaming for money.' });
           const res = await request(`${gw.url}${PATH[format]}`, {
             method: 'POST',
@@ -307,10 +307,10 @@ t.test('exact cost, streamed: billed the same, settled before the final event is
           }
           t.ok(head.length > 0 && isClosingFrame(format, head.at(-1) as { event: string | undefined; data: string }), 'read up to the frame before the final event');
           // Nothing more read yet: the call is already settled.
-          const row = usageRow(gw, id);
+          const row = await usageRow(gw, id);
           t.equal(row?.costMicros, c.micros, 'usage row with the exact cost before the final event is read');
-          t.equal(charges(gw, funded.accountId, id)[0]?.amountMicros, -c.micros, 'ledger charge before the final event is read');
-          t.equal(balanceMicros(gw, funded.accountId), before - c.micros, 'balance lowered before the final event is read');
+          t.equal((await charges(gw, funded.accountId, id))[0]?.amountMicros, -c.micros, 'ledger charge before the final event is read');
+          t.equal(await balanceMicros(gw, funded.accountId), before - c.micros, 'balance lowered before the final event is read');
           const rest: { event: string | undefined; data: string }[] = [];
           for (let frame = await next(); frame !== null; frame = await next()) rest.push(frame);
           const last = rest.at(-1);
@@ -330,12 +330,12 @@ t.test('exact cost, streamed: billed the same, settled before the final event is
           t.equal(row?.endpoint, ENDPOINT[format], `endpoint ${ENDPOINT[format]}`);
           t.match(billed(row), { stream: true, status: 200, inputTokens: c.usage.input, outputTokens: c.usage.output, errorType: null });
           rows[format] = billed(row);
-          t.equal(charges(gw, funded.accountId, id).length, 1, 'one ledger charge');
+          t.equal((await charges(gw, funded.accountId, id)).length, 1, 'one ledger charge');
         });
       }
       t.same(rows.responses, rows.chat, 'responses row = chat row');
       t.same(rows.messages, rows.chat, 'messages row = chat row');
-      t.equal(balanceMicros(gw, funded.accountId), 10_000_000 - 3 * c.micros, 'wallet: 10 − 3 × cost');
+      t.equal(await balanceMicros(gw, funded.accountId), 10_000_000 - 3 * c.micros, 'wallet: 10 − 3 × cost');
       t.same(await credits(gw, funded.key), { balance: inr(10_000_000 - 3 * c.micros), currency: 'INR' }, '/v1/credits');
       await noHolds(t, gw, funded);
     });
@@ -349,9 +349,9 @@ t.test('official clients (openai v6, @anthropic-ai/sdk v1): the same bill', asyn
   // The 1.x SDK sends Authorization: Bearer and anthropic-version 2026-10-21.
   const anthropic = new Anthropic({ apiKey: funded.key, baseURL: gw.url, maxRetries: 0 });
   const seen: { format: Format; stream: boolean; id: string | null }[] = [];
-  const rowIds = (): Set<string> => new Set(rowsOfKey(gw, funded.keyId).map((row) => row.requestId));
-  const newRowId = (before: Set<string>): string | null => {
-    const fresh = [...rowIds()].filter((id) => !before.has(id));
+  const rowIds = async (): Promise<Set<string>> => new Set((await rowsOfKey(gw, funded.keyId)).map((row) => row.requestId));
+  const newRowId = async (before: Set<string>): Promise<string | null> => {
+    const fresh = [...(await rowIds())].filter((id) => !before.has(id));
     return fresh.length === 1 ? (fresh[0] as string) : null;
   };
 
@@ -384,22 +384,22 @@ t.test('official clients (openai v6, @anthropic-ai/sdk v1): the same bill', asyn
   await t.test('chat.completions.stream', async (t) => {
     sim.enqueue({ usage: c.usage });
     const stream = openai.chat.completions.stream({ model: MINI, messages: [{ role: 'user', content: PROMPT }], max_tokens: DEFAULT_LIMIT, stream_options: { include_usage: true } });
-    const before = rowIds();
+    const before = await rowIds();
     const final = await stream.finalChatCompletion();
     t.equal(final.usage?.completion_tokens, c.usage.output);
     t.equal(final.choices[0]?.finish_reason, 'stop');
     // ChatCompletionStream does not expose the response headers: the call's row is the new one.
-    seen.push({ format: 'chat', stream: true, id: newRowId(before) });
+    seen.push({ format: 'chat', stream: true, id: await newRowId(before) });
   });
   await t.test('responses.stream', async (t) => {
     sim.enqueue({ usage: c.usage });
     const stream = openai.responses.stream({ model: MINI, input: PROMPT, max_output_tokens: DEFAULT_LIMIT });
-    const before = rowIds();
+    const before = await rowIds();
     const final = await stream.finalResponse();
     t.equal(final.status, 'completed');
     t.equal(final.usage?.output_tokens, c.usage.output);
     t.ok(final.output_text.length > 0, 'output_text');
-    seen.push({ format: 'responses', stream: true, id: newRowId(before) });
+    seen.push({ format: 'responses', stream: true, id: await newRowId(before) });
   });
   await t.test('messages.stream', async (t) => {
     sim.enqueue({ usage: c.usage });
@@ -414,12 +414,12 @@ t.test('official clients (openai v6, @anthropic-ai/sdk v1): the same bill', asyn
 
   t.equal(seen.length, 6, 'six calls');
   for (const call of seen) {
-    const row = usageRow(gw, call.id ?? undefined);
+    const row = await usageRow(gw, call.id ?? undefined);
     t.equal(row?.endpoint, ENDPOINT[call.format], `${call.format} stream=${call.stream}: endpoint`);
-    t.same(billed(row), { ...billed(usageRow(gw, seen[0]?.id ?? undefined)), stream: call.stream }, `${call.format} stream=${call.stream}: billed as the first`);
-    t.equal(charges(gw, funded.accountId, call.id ?? undefined)[0]?.amountMicros, -c.micros, `${call.format} stream=${call.stream}: charge`);
+    t.same(billed(row), { ...billed(await usageRow(gw, seen[0]?.id ?? undefined)), stream: call.stream }, `${call.format} stream=${call.stream}: billed as the first`);
+    t.equal((await charges(gw, funded.accountId, call.id ?? undefined))[0]?.amountMicros, -c.micros, `${call.format} stream=${call.stream}: charge`);
   }
-  t.equal(balanceMicros(gw, funded.accountId), 10_000_000 - 6 * c.micros, 'wallet: 10 − 6 × 37 800 µINR');
+  t.equal(await balanceMicros(gw, funded.accountId), 10_000_000 - 6 * c.micros, 'wallet: 10 − 6 × 37 800 µINR');
   await noHolds(t, gw, funded);
 });
 
@@ -461,8 +461,8 @@ t.test('402 insufficient_credits: an empty wallet, in every format (JSON and str
   }
   t.same([...messages], ['insufficient credits: the wallet balance is ₹0.00; top up the wallet'], 'one message, stating the balance, in every format');
   t.equal(sim.requests.length, before, 'nothing upstream');
-  t.same(rowsOfKey(gw, funded.keyId), [], 'no usage rows');
-  t.same(charges(gw, funded.accountId), [], 'no charges');
+  t.same(await rowsOfKey(gw, funded.keyId), [], 'no usage rows');
+  t.same(await charges(gw, funded.accountId), [], 'no charges');
   await noHolds(t, gw, funded);
 });
 
@@ -508,7 +508,7 @@ t.test('402 budget_exceeded: a key that used its budget, whichever format used i
       sim.enqueue({ usage: { input: BOUND, output: maxTokens } });
       const first = await post(gw, spender, funded.key, bodyFor(spender, { maxTokens }));
       t.equal(first.status, 200, 'a call costing exactly the budget');
-      t.equal(gw.app.store.apiKeys.byId(funded.keyId)?.spentMicros, callMicros, 'spent = budget');
+      t.equal((await gw.app.store.apiKeys.byId(funded.keyId))?.spentMicros, callMicros, 'spent = budget');
       const before = sim.requests.length;
       for (const format of FORMATS) {
         for (const stream of [false, true]) {
@@ -518,7 +518,7 @@ t.test('402 budget_exceeded: a key that used its budget, whichever format used i
         }
       }
       t.equal(sim.requests.length, before, 'nothing upstream');
-      t.equal(rowsOfKey(gw, funded.keyId).length, 1, 'only the first call has a usage row');
+      t.equal((await rowsOfKey(gw, funded.keyId)).length, 1, 'only the first call has a usage row');
       await noHolds(t, gw, funded);
     });
   }
@@ -580,7 +580,7 @@ t.test('a max tokens above the model’s own limit: 400 naming the field of the 
     t.equal(res.json?.error?.message, `${LIMIT_FIELD[format]}: must be at most 16384 for ${MINI}`, `${format}: the message names ${LIMIT_FIELD[format]}`);
   }
   t.equal(sim.requests.length, before, 'nothing upstream');
-  t.same(rowsOfKey(gw, funded.keyId), [], 'no usage rows');
+  t.same(await rowsOfKey(gw, funded.keyId), [], 'no usage rows');
   await noHolds(t, gw, funded);
 });
 
@@ -621,9 +621,9 @@ t.test('429 rate_limit_exceeded: one window per key across the three formats', a
       }
       t.same(new Set(messages), new Set(['rate limit of 3 requests per minute reached for this API key: retry in N s']), 'the same message in every format');
       t.equal(sim.requests.length, before + 3, 'only the three admitted calls reached the upstream');
-      t.equal(rowsOfKey(gw, funded.keyId).length, 3, 'three usage rows');
-      t.same(new Set(rowsOfKey(gw, funded.keyId).map((row) => row.endpoint)), new Set(Object.values(ENDPOINT)), 'one per endpoint');
-      t.equal(charges(gw, funded.accountId).length, 3, 'three charges');
+      t.equal((await rowsOfKey(gw, funded.keyId)).length, 3, 'three usage rows');
+      t.same(new Set((await rowsOfKey(gw, funded.keyId)).map((row) => row.endpoint)), new Set(Object.values(ENDPOINT)), 'one per endpoint');
+      t.equal((await charges(gw, funded.accountId)).length, 3, 'three charges');
       await noHolds(t, gw, funded);
     });
   }
@@ -699,8 +699,8 @@ t.test('a client that disconnects mid-stream aborts the upstream call; 499 with 
         t.ok(deltas >= 4, `read a few text deltas before leaving (${deltas})`);
         await until('the upstream call to be aborted', () => sim.activeRequests() === 0);
         t.equal(sim.activeRequests(), 0, 'no upstream request left open');
-        await until('the usage row', () => usageRow(gw, id) !== undefined);
-        const row = usageRow(gw, id);
+        await until('the usage row', async () => await usageRow(gw, id) !== undefined);
+        const row = await usageRow(gw, id);
         t.equal(row?.status, 499, 'usage row status 499');
         t.equal(row?.errorType, 'client_disconnected');
         t.equal(row?.endpoint, ENDPOINT[format], `endpoint ${ENDPOINT[format]}`);
@@ -708,13 +708,13 @@ t.test('a client that disconnects mid-stream aborts the upstream call; 499 with 
         t.ok((row?.outputTokens ?? 0) > 0, `output tokens delivered are billed (${row?.outputTokens})`);
         t.ok((row?.outputTokens ?? Infinity) < fullTokens, `fewer than the full answer (${row?.outputTokens} < ${fullTokens})`);
         t.ok((row?.costMicros ?? 0) > 0, 'cost > 0');
-        t.equal(charges(gw, funded.accountId, id).length, 1, 'one ledger charge');
-        t.equal(charges(gw, funded.accountId, id)[0]?.amountMicros, -(row?.costMicros ?? 0), 'charged the row’s cost');
+        t.equal((await charges(gw, funded.accountId, id)).length, 1, 'one ledger charge');
+        t.equal((await charges(gw, funded.accountId, id))[0]?.amountMicros, -(row?.costMicros ?? 0), 'charged the row’s cost');
         await noHolds(t, gw, funded);
       });
     }
   }
-  t.equal(gw.app.store.ledger.sum(funded.accountId), balanceMicros(gw, funded.accountId), 'balance = ledger sum');
+  t.equal(await gw.app.store.ledger.sum(funded.accountId), await balanceMicros(gw, funded.accountId), 'balance = ledger sum');
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -39,9 +39,9 @@ async function post(path: string, funded: FundedKey, body: unknown) {
 }
 
 /** µINR charged for a request id, read from the ledger (after settlement applied it). */
-function charged(funded: FundedKey, requestId: string | undefined): number {
+async function charged(funded: FundedKey, requestId: string | undefined): Promise<number> {
   gw.app.settlement.drain();
-  return -charges(gw, funded.accountId, requestId).reduce((sum, entry) => sum + entry.amountMicros, 0);
+  return -(await charges(gw, funded.accountId, requestId)).reduce((sum, entry) => sum + entry.amountMicros, 0);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -69,10 +69,10 @@ t.test('embeddings: the SDK default (base64) and float, every provider, billed p
   t.equal(raw.json.data[0].embedding.length, 8, 'dimensions');
   t.ok(raw.json.data[0].embedding.every((x: unknown) => typeof x === 'number'));
   const requestId = header(raw, 'x-request-id');
-  const row = usageRow(gw, requestId);
+  const row = await usageRow(gw, requestId);
   // text-embedding-3-small: ₹1.68 per 1M tokens → µINR = ceil(tokens × 1.68).
   const helloTokens = await countTextTokens('hello world');
-  t.equal(charged(funded, requestId), Math.ceil(helloTokens * 1.68), 'exact µINR');
+  t.equal(await charged(funded, requestId), Math.ceil(helloTokens * 1.68), 'exact µINR');
   t.match(row, { unit: 'tokens', units: helloTokens, inputTokens: helloTokens, endpoint: 'embeddings', status: 200 });
   t.equal(header(raw, 'x-gateway-cost-inr'), (Math.ceil(helloTokens * 1.68) / 1e6).toFixed(6).replace(/0+$/, '').replace(/\.$/, ''), 'cost header');
 
@@ -106,7 +106,7 @@ t.test('embeddings: the SDK default (base64) and float, every provider, billed p
 
 t.test('embeddings: every rule a 400 naming the field, nothing sent upstream or charged', async (t) => {
   const funded = await fundedKey(gw, { balance: 10 });
-  const before = balanceMicros(gw, funded.accountId);
+  const before = await balanceMicros(gw, funded.accountId);
   const cases: Array<[unknown, string]> = [
     [{ input: 'x' }, 'model'],
     [{ model: 'text-embedding-3-small' }, 'input'],
@@ -127,7 +127,7 @@ t.test('embeddings: every rule a 400 naming the field, nothing sent upstream or 
     t.match(res.json, { error: { code: 400, type: 'invalid_request_error', param, message: param === 'model' ? /model/ : new RegExp(`^${param.replace(/[[\]]/g, '\\$&')}: `) } }, `names ${param}`);
   }
   t.equal(sim.requests.length, 0, 'nothing sent upstream');
-  t.equal(balanceMicros(gw, funded.accountId), before, 'nothing charged');
+  t.equal(await balanceMicros(gw, funded.accountId), before, 'nothing charged');
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -150,8 +150,8 @@ t.test('speech: the SDK gets real audio in each format, streamed; billed per cha
     }
     const requestId = response.headers.get('x-request-id') ?? undefined;
     // tts-1: ₹1260 per 1M characters = 1260 µINR per character.
-    t.equal(charged(funded, requestId), input.length * 1260, `${format}: ${input.length} characters`);
-    t.match(usageRow(gw, requestId), { unit: 'characters', units: input.length, endpoint: 'audio.speech', status: 200 });
+    t.equal(await charged(funded, requestId), input.length * 1260, `${format}: ${input.length} characters`);
+    t.match(await usageRow(gw, requestId), { unit: 'characters', units: input.length, endpoint: 'audio.speech', status: 200 });
   }
 
   // Deepgram: its own wire, a mapped voice, its character count.
@@ -162,7 +162,7 @@ t.test('speech: the SDK gets real audio in each format, streamed; billed per cha
   t.equal(upstream?.path, '/v1/speak');
   t.match(upstream?.query, /model=aura-2-zeus-en&encoding=flac/);
   t.equal(upstream?.headers.authorization, `Token ${sim.apiKey}`);
-  t.equal(charged(funded, dg.headers.get('x-request-id') ?? undefined), 7 * 2520, 'aura-2: ₹2520 per 1M characters');
+  t.equal(await charged(funded, dg.headers.get('x-request-id') ?? undefined), 7 * 2520, 'aura-2: ₹2520 per 1M characters');
   await noHolds(t, gw, funded);
 });
 
@@ -205,19 +205,19 @@ t.test('speech: a client that leaves mid-audio pays the share it was sent', asyn
     controller.abort();
     break;
   }
-  await until('the aborted call settles', () => usageRow(gw, requestId) !== undefined || (gw.app.settlement.drain(), false));
-  const row = usageRow(gw, requestId);
+  await until('the aborted call settles', async () => await usageRow(gw, requestId) !== undefined || (gw.app.settlement.drain(), false));
+  const row = await usageRow(gw, requestId);
   t.equal(row?.status, 499);
   // 1000 of 4436 bytes delivered (the gateway had sent one chunk when the client left; a
   // second may have been written to the socket): ceil(1000 × 1000/4436) or ceil(1000 × 2000/4436) chars.
   t.ok(row?.units === 226 || row?.units === 451, `billed ${row?.units} of 1000 characters`);
-  t.equal(charged(funded, requestId), (row?.units ?? 0) * 1260);
+  t.equal(await charged(funded, requestId), (row?.units ?? 0) * 1260);
   await noHolds(t, gw, funded);
 });
 
 t.test('speech: rules per model, 400 naming the field, nothing sent or charged', async (t) => {
   const funded = await fundedKey(gw, { balance: 10 });
-  const before = balanceMicros(gw, funded.accountId);
+  const before = await balanceMicros(gw, funded.accountId);
   const cases: Array<[Record<string, unknown>, string]> = [
     [{ input: 'hi', voice: 'alloy' }, 'model'],
     [{ model: 'tts-1', voice: 'alloy' }, 'input'],
@@ -240,7 +240,7 @@ t.test('speech: rules per model, 400 naming the field, nothing sent or charged',
   const speed = await post('/v1/audio/speech', funded, { model: 'deepgram/aura-2', input: 'hi', voice: 'alloy', speed: 2 });
   t.match(speed.json.error.message, 'must be from 0.7 to 1.5 for deepgram/aura-2', 'says what the model accepts');
   t.equal(sim.requests.length, 0, 'nothing sent upstream');
-  t.equal(balanceMicros(gw, funded.accountId), before, 'nothing charged');
+  t.equal(await balanceMicros(gw, funded.accountId), before, 'nothing charged');
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -272,14 +272,14 @@ t.test('transcription: the SDK with a file, every response format; billed per se
   t.match(String(raw.headers['content-type']), /^text\/plain/);
   await raw.body.text();
   const requestId = header(raw, 'x-request-id');
-  t.equal(charged(funded, requestId), 25_200, '3 s at ₹0.504/min');
-  t.match(usageRow(gw, requestId), { unit: 'seconds', units: 3, endpoint: 'audio.transcriptions' });
+  t.equal(await charged(funded, requestId), 25_200, '3 s at ₹0.504/min');
+  t.match(await usageRow(gw, requestId), { unit: 'seconds', units: 3, endpoint: 'audio.transcriptions' });
 
   // A client that names the wrong type: the duration is read anyway (the bytes are sniffed).
   const mislabelled = await request(`${gw.url}/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${funded.key}` }, body: form({ model: 'whisper-1' }, 'sample.wav', sampleAudio('wav'), 'audio/mpeg') });
   t.equal(mislabelled.statusCode, 200, 'a WAV sent as audio/mpeg');
   await mislabelled.body.json();
-  t.match(usageRow(gw, header(mislabelled, 'x-request-id')), { unit: 'seconds', units: 3 });
+  t.match(await usageRow(gw, header(mislabelled, 'x-request-id')), { unit: 'seconds', units: 3 });
 
   // Every input format the gateway can read the duration of.
   for (const format of ['wav', 'mp3', 'm4a', 'webm', 'ogg', 'flac'] as const) {
@@ -310,7 +310,7 @@ t.test('transcription: Shape B (JSON base64), Groq, Deepgram rendered by the gat
   const groq = await request(`${gw.url}/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${funded.key}` }, body: form({ model: 'groq/whisper-large-v3' }, 'a.wav', sampleAudio('wav')) });
   t.equal(groq.statusCode, 200);
   await groq.body.json();
-  t.equal(charged(funded, header(groq, 'x-request-id')), Math.ceil((10 * 155_400) / 60), "Groq's 10 s minimum at ₹0.1554/min");
+  t.equal(await charged(funded, header(groq, 'x-request-id')), Math.ceil((10 * 155_400) / 60), "Groq's 10 s minimum at ₹0.1554/min");
 
   // Deepgram: every format rendered from its words and utterances.
   for (const format of ['json', 'text', 'srt', 'vtt', 'verbose_json'] as const) {
@@ -333,7 +333,7 @@ t.test('transcription: Shape B (JSON base64), Groq, Deepgram rendered by the gat
 
 t.test('transcription: rules, unreadable audio, size limit', async (t) => {
   const funded = await fundedKey(gw, { balance: 10 });
-  const before = balanceMicros(gw, funded.accountId);
+  const before = await balanceMicros(gw, funded.accountId);
   const call = async (fields: Record<string, string | string[]>, filename = 'a.wav', data = sampleAudio('wav')) => {
     const res = await request(`${gw.url}/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${funded.key}` }, body: form(fields, filename, data) });
     return { status: res.statusCode, json: (await res.body.json()) as { error: { param: string; message: string; code: number } } };
@@ -351,7 +351,7 @@ t.test('transcription: rules, unreadable audio, size limit', async (t) => {
   const noFormat = await post('/v1/audio/transcriptions', funded, { model: 'whisper-1', input_audio: { data: 'AAAA' } });
   t.match(noFormat.json, { error: { code: 400, param: 'input_audio.format' } });
   t.equal(sim.requests.length, 0, 'nothing sent upstream');
-  t.equal(balanceMicros(gw, funded.accountId), before, 'nothing charged');
+  t.equal(await balanceMicros(gw, funded.accountId), before, 'nothing charged');
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -372,8 +372,8 @@ t.test('images: url (fetched) and b64_json (decoded) with the SDK; base64-only m
   const b64 = await openai.images.generate({ model: 'openai/dall-e-2', prompt: 'a cat', n: 2, size: '256x256', response_format: 'b64_json' }).withResponse();
   t.equal(b64.data.data?.length, 2);
   t.same(pngSize(Buffer.from(b64.data.data?.[0]?.b64_json ?? '', 'base64')), { width: 256, height: 256 });
-  t.equal(charged(funded, b64.response.headers.get('x-request-id') ?? undefined), 2 * 1_344_000, '2 images at ₹1.344');
-  t.match(usageRow(gw, b64.response.headers.get('x-request-id') ?? undefined), { unit: 'images', units: 2 });
+  t.equal(await charged(funded, b64.response.headers.get('x-request-id') ?? undefined), 2 * 1_344_000, '2 images at ₹1.344');
+  t.match(await usageRow(gw, b64.response.headers.get('x-request-id') ?? undefined), { unit: 'images', units: 2 });
 
   // gpt-image-1 answers base64 only: the gateway hosts it for `url`.
   const hosted = await openai.images.generate({ model: 'gpt-image-1', prompt: 'a dog', quality: 'low' }).withResponse();
@@ -384,9 +384,9 @@ t.test('images: url (fetched) and b64_json (decoded) with the SDK; base64-only m
   t.equal(image.statusCode, 200);
   t.equal(image.headers['content-type'], 'image/png');
   t.same(pngSize(Buffer.from(await image.body.arrayBuffer())), { width: 1024, height: 1024 });
-  const hostedRow = usageRow(gw, hosted.response.headers.get('x-request-id') ?? undefined);
+  const hostedRow = await usageRow(gw, hosted.response.headers.get('x-request-id') ?? undefined);
   t.ok((hostedRow?.inputTokens ?? 0) > 0, "the prompt's text tokens, as the upstream reports them");
-  t.equal(charged(funded, hosted.response.headers.get('x-request-id') ?? undefined), 924_000 + Math.ceil((hostedRow?.inputTokens ?? 0) * 420), 'low quality 1024 (₹0.924) plus the prompt at ₹420 per 1M tokens');
+  t.equal(await charged(funded, hosted.response.headers.get('x-request-id') ?? undefined), 924_000 + Math.ceil((hostedRow?.inputTokens ?? 0) * 420), 'low quality 1024 (₹0.924) plus the prompt at ₹420 per 1M tokens');
   const guessed = await request(hostedUrl.replace(/-[A-Za-z0-9_-]{43}/, `-${'A'.repeat(43)}`));
   t.equal(guessed.statusCode, 404, 'another name finds nothing');
   await guessed.body.text();
@@ -395,13 +395,13 @@ t.test('images: url (fetched) and b64_json (decoded) with the SDK; base64-only m
   const gemini = await openai.images.generate({ model: 'gemini/gemini-2.5-flash-image', prompt: 'a boat', n: 2, size: '1344x768', response_format: 'b64_json' }).withResponse();
   t.equal(gemini.data.data?.length, 2);
   t.same(pngSize(Buffer.from(gemini.data.data?.[1]?.b64_json ?? '', 'base64')), { width: 1344, height: 768 });
-  t.equal(charged(funded, gemini.response.headers.get('x-request-id') ?? undefined), 2 * 3_276_000);
+  t.equal(await charged(funded, gemini.response.headers.get('x-request-id') ?? undefined), 2 * 3_276_000);
   await noHolds(t, gw, funded);
 });
 
 t.test('images: rules per model; the hold is n images at the dearest price', async (t) => {
   const funded = await fundedKey(gw, { balance: 100 });
-  const before = balanceMicros(gw, funded.accountId);
+  const before = await balanceMicros(gw, funded.accountId);
   const cases: Array<[Record<string, unknown>, string]> = [
     [{}, 'prompt'],
     [{ prompt: 'x'.repeat(4001) }, 'prompt'],
@@ -421,7 +421,7 @@ t.test('images: rules per model; the hold is n images at the dearest price', asy
     t.match(res.json, { error: { code: 400, param } }, res.json?.error?.message);
   }
   t.equal(sim.requests.length, 0);
-  t.equal(balanceMicros(gw, funded.accountId), before);
+  t.equal(await balanceMicros(gw, funded.accountId), before);
 
   // ₹30 covers one hd wide dall-e-3 image (₹10.08) but not ten high gpt-image-1 ones (₹210).
   const poor = await fundedKey(gw, { balance: 30 });
@@ -469,17 +469,17 @@ t.test('media calls: 402 with an empty wallet, key budgets, one rate-limit windo
 
   // Upstream faults: no charge, a usage row with the status, the hold released.
   const funded = await fundedKey(gw, { balance: 10 });
-  const before = balanceMicros(gw, funded.accountId);
+  const before = await balanceMicros(gw, funded.accountId);
   sim.enqueue({ error: { status: 500, message: 'boom' } });
   const failed = await post('/v1/embeddings', funded, { model: 'text-embedding-3-small', input: 'x' });
   t.equal(failed.status, 502);
-  t.match(usageRow(gw, header(failed, 'x-request-id')), { status: 502, costMicros: 0 });
+  t.match(await usageRow(gw, header(failed, 'x-request-id')), { status: 502, costMicros: 0 });
   sim.enqueue({ disconnectAfterEvents: 2, audioChunkBytes: 500 });
   const cut = await request(`${gw.url}/v1/audio/speech`, { method: 'POST', headers: { authorization: `Bearer ${funded.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'tts-1', input: 'cut me', voice: 'alloy' }) });
   t.equal(cut.statusCode, 200, 'headers were sent');
   await t.rejects(cut.body.arrayBuffer(), 'the client sees the audio cut, not a clean end');
-  await until('the cut call settles', () => (gw.app.settlement.drain(), usageRow(gw, header(cut, 'x-request-id')) !== undefined));
-  t.match(usageRow(gw, header(cut, 'x-request-id')), { status: 502, costMicros: 0 });
+  await until('the cut call settles', async () => (gw.app.settlement.drain(), await usageRow(gw, header(cut, 'x-request-id')) !== undefined));
+  t.match(await usageRow(gw, header(cut, 'x-request-id')), { status: 502, costMicros: 0 });
   sim.enqueue({ disconnectAfterEvents: 0 });
   const broken = await post('/v1/audio/speech', funded, { model: 'tts-1', input: 'no audio', voice: 'alloy' });
   t.equal(broken.status, 502, 'broken before the first byte: an error envelope, not an empty 200');
@@ -488,7 +488,7 @@ t.test('media calls: 402 with an empty wallet, key budgets, one rate-limit windo
   const rejected = await postJson(`${gw.url}/v1/audio/transcriptions`, { authorization: `Bearer ${funded.key}` }, { model: 'deepgram/nova-3', input_audio: { data: sampleAudio('wav').toString('base64'), format: 'wav' } });
   t.equal(rejected.status, 400);
   t.match(rejected.json.error.message, /bad audio/, "Deepgram's error text");
-  t.equal(balanceMicros(gw, funded.accountId), before, 'no charge for any upstream fault');
+  t.equal(await balanceMicros(gw, funded.accountId), before, 'no charge for any upstream fault');
   await noHolds(t, gw, funded);
 });
 
@@ -503,7 +503,7 @@ t.test('the management usage API shows media calls with their units', async (t) 
 
 t.test('media calls: a client that leaves is not charged; an upstream that hangs is a 504', async (t) => {
   const funded = await fundedKey(gw, { balance: 10 });
-  const before = balanceMicros(gw, funded.accountId);
+  const before = await balanceMicros(gw, funded.accountId);
   sim.enqueue({ delayMs: 2000 });
   const controller = new AbortController();
   const pending = request(`${gw.url}/v1/images/generations`, {
@@ -516,11 +516,11 @@ t.test('media calls: a client that leaves is not charged; an upstream that hangs
   controller.abort();
   await t.rejects(pending);
   await until('the upstream call is cancelled', () => sim.activeRequests() === 0);
-  await until('the aborted call settles', () => {
+  await until('the aborted call settles', async () => {
     gw.app.settlement.drain();
-    return gw.app.store.usage.list({ limit: 5, accountId: funded.accountId }).some((row) => row.status === 499);
+    return (await gw.app.store.usage.list({ limit: 5, accountId: funded.accountId })).some((row) => row.status === 499);
   });
-  t.equal(balanceMicros(gw, funded.accountId), before, 'nothing charged');
+  t.equal(await balanceMicros(gw, funded.accountId), before, 'nothing charged');
   await noHolds(t, gw, funded);
 
   const strict = await startTestGateway({ providers: { ...simulatedProviders(sim.url), openai: { type: 'openai', base_url: `${sim.url}/v1`, api_key: sim.apiKey, timeouts: { connect: '1s', first_byte: '300ms', idle: '300ms' } } } });
@@ -534,7 +534,7 @@ t.test('media calls: a client that leaves is not charged; an upstream that hangs
   const stalled = await request(`${strict.url}/v1/audio/speech`, { method: 'POST', headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'tts-1', input: 'stall', voice: 'alloy' }) });
   await t.rejects(stalled.body.arrayBuffer(), 'a stalled audio stream is cut after the idle timeout');
   strict.app.settlement.drain();
-  t.equal(balanceMicros(strict, key.accountId), 10_000_000, 'timeouts are not charged');
+  t.equal(await balanceMicros(strict, key.accountId), 10_000_000, 'timeouts are not charged');
 });
 
 t.test('media calls with Redis: holds and the rate limit in Redis, zero overspend under concurrency', { skip: redisSkipReason() }, async (t) => {
@@ -550,6 +550,6 @@ t.test('media calls with Redis: holds and the rate limit in Redis, zero overspen
   t.equal(ok, 9, '9 calls of ₹0.00504 fit in ₹0.05');
   t.ok(results.every((r) => r.status === 200 || r.status === 402), 'the others are 402');
   shared.app.settlement.drain();
-  t.equal(balanceMicros(shared, funded.accountId), 50_000 - 9 * 5040, 'charged exactly, never below zero');
+  t.equal(await balanceMicros(shared, funded.accountId), 50_000 - 9 * 5040, 'charged exactly, never below zero');
   await noHolds(t, shared, funded);
 });

@@ -77,14 +77,14 @@ function billOf(u: WireUsage, price = PRICE.sonnet): number {
   );
 }
 
-function row(requestId: string | null | undefined): UsageRecord | undefined {
+async function row(requestId: string | null | undefined): Promise<UsageRecord | undefined> {
   gw.app.settlement.drain();
-  return gw.app.store.usage.list({ limit: 1000 }).find((r) => r.requestId === requestId);
+  return (await gw.app.store.usage.list({ limit: 1000 })).find((r) => r.requestId === requestId);
 }
 
 /** The usage row and the ledger charge of a call hold exactly what the upstream reported, at the catalog prices. */
-function checkBill(t: Tap, funded: FundedKey, requestId: string | null | undefined, u: WireUsage, endpoint: string, stream: boolean): void {
-  const record = row(requestId);
+async function checkBill(t: Tap, funded: FundedKey, requestId: string | null | undefined, u: WireUsage, endpoint: string, stream: boolean): Promise<void> {
+  const record = await row(requestId);
   t.ok(record, `a usage row for ${requestId}`);
   t.match(record, { model: SONNET, endpoint, stream, status: 200 }, 'the call');
   t.equal(record?.inputTokens, promptOf(u), 'input tokens: uncached + written + read');
@@ -93,7 +93,7 @@ function checkBill(t: Tap, funded: FundedKey, requestId: string | null | undefin
   t.equal(record?.outputTokens, u.output_tokens, 'output tokens');
   t.equal(record?.costMicros, billOf(u), 'cost: each kind of token at its own price, to the µINR');
   t.equal(record?.unchargedMicros, 0, 'all of it charged');
-  const charge = charges(gw, funded.accountId, requestId ?? undefined);
+  const charge = await charges(gw, funded.accountId, requestId ?? undefined);
   t.same(
     charge.map((e) => e.amountMicros),
     [-billOf(u)],
@@ -285,7 +285,7 @@ t.test('chat completions: cache: true is billed per kind of token and reported a
     { prompt_tokens: promptOf(wrote), completion_tokens: wrote.output_tokens, total_tokens: promptOf(wrote) + wrote.output_tokens, prompt_tokens_details: { cached_tokens: 0 } },
     'prompt_tokens count the whole prompt; a write is not a cached read',
   );
-  checkBill(t, funded, response.headers.get('x-request-id'), wrote, 'chat.completions', false);
+  await checkBill(t, funded, response.headers.get('x-request-id'), wrote, 'chat.completions', false);
   t.equal(response.headers.get('x-gateway-cost-inr'), String(inr(billOf(wrote))), 'x-gateway-cost-inr');
 
   // The same prompt, streamed: read from the cache.
@@ -299,7 +299,7 @@ t.test('chat completions: cache: true is billed per kind of token and reported a
     { prompt_tokens: promptOf(read), completion_tokens: read.output_tokens, total_tokens: promptOf(read) + read.output_tokens, prompt_tokens_details: { cached_tokens: read.cache_read_input_tokens } },
     'the usage chunk: cached_tokens are the cache reads',
   );
-  checkBill(t, funded, streamed.headers.get('x-request-id'), read, 'chat.completions', true);
+  await checkBill(t, funded, streamed.headers.get('x-request-id'), read, 'chat.completions', true);
   t.ok(billOf(read) < billOf(wrote) / 5, `the read call costs far less (${billOf(read)} vs ${billOf(wrote)} µINR)`);
 });
 
@@ -327,7 +327,7 @@ t.test('messages: client cache_control is billed per kind of token and reported 
     { input_tokens: wrote.input_tokens, cache_creation_input_tokens: wrote.cache_creation_input_tokens, cache_read_input_tokens: 0, output_tokens: wrote.output_tokens },
     'input_tokens exclude the cache write, as Anthropic\'s do',
   );
-  checkBill(t, funded, response.headers.get('x-request-id'), wrote, 'messages', false);
+  await checkBill(t, funded, response.headers.get('x-request-id'), wrote, 'messages', false);
 
   const stream = client.messages.stream(params);
   const { response: streamed } = await stream.withResponse();
@@ -342,17 +342,17 @@ t.test('messages: client cache_control is billed per kind of token and reported 
     { input_tokens: read.input_tokens, cache_creation_input_tokens: 0, cache_read_input_tokens: read.cache_read_input_tokens, output_tokens: read.output_tokens },
     'the SDK\'s final message has the cache read',
   );
-  checkBill(t, funded, streamed.headers.get('x-request-id'), read, 'messages', true);
+  await checkBill(t, funded, streamed.headers.get('x-request-id'), read, 'messages', true);
 
   // Automatic caching (a top-level cache_control) passes through to an Anthropic upstream.
   const auto = { model: SONNET, max_tokens: 50, cache_control: { type: 'ephemeral' as const }, messages: [{ role: 'user' as const, content: `${MEDIUM} Who insures?` }] };
   const { response: autoFirst } = await client.messages.create(auto).withResponse();
   const autoWrote = upstream();
   t.ok(autoWrote.cache_creation_input_tokens > 2048, 'automatic caching: written');
-  checkBill(t, funded, autoFirst.headers.get('x-request-id'), autoWrote, 'messages', false);
+  await checkBill(t, funded, autoFirst.headers.get('x-request-id'), autoWrote, 'messages', false);
   const { data: autoAgain, response: autoSecond } = await client.messages.create(auto).withResponse();
   t.equal(autoAgain.usage.cache_read_input_tokens, autoWrote.cache_creation_input_tokens, 'automatic caching: read');
-  checkBill(t, funded, autoSecond.headers.get('x-request-id'), upstream(), 'messages', false);
+  await checkBill(t, funded, autoSecond.headers.get('x-request-id'), upstream(), 'messages', false);
 });
 
 t.test('responses: no breakpoints reach Claude; cache tokens an upstream reports are billed and shown as cached_tokens', async (t) => {
@@ -368,7 +368,7 @@ t.test('responses: no breakpoints reach Claude; cache tokens an upstream reports
     const u = upstream();
     t.same([u.cache_creation_input_tokens, u.cache_read_input_tokens], [0, 0], `call ${n}: nothing cached`);
     t.match(data.usage, { input_tokens: promptOf(u), input_tokens_details: { cached_tokens: 0 }, output_tokens: u.output_tokens });
-    checkBill(t, funded, response.headers.get('x-request-id'), u, 'responses', false);
+    await checkBill(t, funded, response.headers.get('x-request-id'), u, 'responses', false);
   }
 
   // What an upstream reports as cached is billed and shown all the same (scripted usage).
@@ -381,14 +381,14 @@ t.test('responses: no breakpoints reach Claude; cache tokens an upstream reports
   const { data: json, response } = await client.responses.create(body).withResponse();
   t.same(upstream(), { ...expected, service_tier: 'standard' }, 'the upstream reported the scripted cache tokens');
   t.match(json.usage, { input_tokens: 8000, input_tokens_details: { cached_tokens: 6000 }, output_tokens: 40, total_tokens: 8040 }, 'JSON: cached_tokens are the reads');
-  checkBill(t, funded, response.headers.get('x-request-id'), expected, 'responses', false);
+  await checkBill(t, funded, response.headers.get('x-request-id'), expected, 'responses', false);
 
   sim.enqueue({ usage: scripted });
   const { data: stream, response: streamed } = await client.responses.create({ ...body, stream: true }).withResponse();
   let completed: OpenAI.Responses.Response | undefined;
   for await (const event of stream) if (event.type === 'response.completed') completed = event.response;
   t.match(completed?.usage, { input_tokens: 8000, input_tokens_details: { cached_tokens: 6000 }, output_tokens: 40, total_tokens: 8040 }, 'stream: response.completed usage');
-  checkBill(t, funded, streamed.headers.get('x-request-id'), expected, 'responses', true);
+  await checkBill(t, funded, streamed.headers.get('x-request-id'), expected, 'responses', true);
 });
 
 t.test('1-hour cache writes', async (t) => {
@@ -402,7 +402,7 @@ t.test('1-hour cache writes', async (t) => {
   t.equal(u.cache_creation.ephemeral_1h_input_tokens, u.cache_creation_input_tokens, 'written at the 1-hour TTL');
   const oneHourWrite = 2n * PRICE.sonnet.input; // Anthropic: 1h writes cost 2x the base input price ($6/MTok on Sonnet 4.5)
   t.equal(
-    row(response.headers.get('x-request-id'))?.costMicros,
+    (await row(response.headers.get('x-request-id')))?.costMicros,
     ceilMillion(BigInt(u.input_tokens) * PRICE.sonnet.input + BigInt(u.cache_creation_input_tokens) * oneHourWrite + BigInt(u.output_tokens) * PRICE.sonnet.output),
     'billed at the 1-hour write price (2x input)',
   );
@@ -413,7 +413,7 @@ t.test('1-hour cache writes', async (t) => {
   const s = upstream();
   const streamedId = (await stream.withResponse()).response.headers.get('x-request-id');
   t.equal(
-    row(streamedId)?.costMicros,
+    (await row(streamedId))?.costMicros,
     ceilMillion(BigInt(s.input_tokens) * PRICE.sonnet.input + BigInt(s.cache_creation_input_tokens) * oneHourWrite + BigInt(s.output_tokens) * PRICE.sonnet.output),
     'stream: billed at the 1-hour write price',
   );

@@ -53,9 +53,9 @@ function anthropic(funded: FundedKey, target: { url: string } = gw): Anthropic {
   return new Anthropic({ apiKey: funded.key, baseURL: target.url, maxRetries: 0 });
 }
 
-function charged(target: TestGateway, funded: FundedKey, requestId: string | undefined): number {
+async function charged(target: TestGateway, funded: FundedKey, requestId: string | undefined): Promise<number> {
   target.app.settlement.drain();
-  return -charges(target, funded.accountId, requestId).reduce((sum, entry) => sum + entry.amountMicros, 0);
+  return -(await charges(target, funded.accountId, requestId)).reduce((sum, entry) => sum + entry.amountMicros, 0);
 }
 
 /** Waits until the cache has stored what a miss produced (stores happen after the response). */
@@ -76,26 +76,26 @@ t.test('exact tier: a repeat is a hit, free, across formats, as JSON and stream'
   const first = await openai(funded).chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: question }] }).withResponse();
   t.equal(first.response.headers.get('x-gateway-cache'), 'miss');
   t.equal(chatCalls(), 1);
-  const firstRow = usageRow(gw, first.response.headers.get('x-request-id') ?? undefined);
+  const firstRow = await usageRow(gw, first.response.headers.get('x-request-id') ?? undefined);
   t.equal(firstRow?.cache, 'miss', 'usage row: miss');
-  const missCost = charged(gw, funded, first.response.headers.get('x-request-id') ?? undefined);
+  const missCost = await charged(gw, funded, first.response.headers.get('x-request-id') ?? undefined);
   t.ok(missCost > 0, 'the miss is charged');
   t.equal(missCost, costMicros(model.pricing, { inputTokens: first.data.usage?.prompt_tokens ?? 0, outputTokens: first.data.usage?.completion_tokens ?? 0, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 }), 'miss: list price');
   await stored(gw, 1);
   const text = first.data.choices[0]?.message.content;
 
   // 2. The same question, chat completions JSON: a hit, nothing upstream, nothing charged.
-  const before = balanceMicros(gw, funded.accountId);
+  const before = await balanceMicros(gw, funded.accountId);
   const second = await openai(funded).chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: question }] }).withResponse();
   t.equal(second.response.headers.get('x-gateway-cache'), 'exact', 'x-gateway-cache: exact (short model name, same model)');
   t.equal(second.data.choices[0]?.message.content, text, 'the same answer');
   t.same(second.data.usage, first.data.usage, 'usage of the answer reported');
   t.equal(chatCalls(), 1, 'nothing sent upstream');
   const hitId = second.response.headers.get('x-request-id') ?? undefined;
-  t.equal(charged(gw, funded, hitId), 0, 'the hit is free (hit_price 0)');
+  t.equal(await charged(gw, funded, hitId), 0, 'the hit is free (hit_price 0)');
   t.equal(second.response.headers.get('x-gateway-cost-inr'), '0');
-  t.equal(balanceMicros(gw, funded.accountId), before, 'balance unchanged');
-  const hitRow = usageRow(gw, hitId);
+  t.equal(await balanceMicros(gw, funded.accountId), before, 'balance unchanged');
+  const hitRow = await usageRow(gw, hitId);
   t.equal(hitRow?.cache, 'exact');
   t.equal(hitRow?.costMicros, 0);
   t.equal(hitRow?.cacheSavedMicros, missCost, 'saved the list price of the answer');
@@ -143,10 +143,10 @@ t.test('exact tier: a repeat is a hit, free, across formats, as JSON and stream'
   t.equal(chatCalls(), 1, 'responses served from the cache');
   // The first call's semantic lookup embedded the prompt (gpt-4o-mini is in the semantic tier): billed as its own row.
   const lookupId = `${first.response.headers.get('x-request-id')}-cache`;
-  const lookupCost = charged(gw, funded, lookupId);
+  const lookupCost = await charged(gw, funded, lookupId);
   t.ok(lookupCost > 0, 'the semantic lookup embedding is billed');
-  t.equal(usageRow(gw, lookupId)?.endpoint, 'cache.embeddings');
-  t.equal(charged(gw, funded, undefined), missCost + lookupCost, 'only the miss (and its lookup) were ever charged');
+  t.equal((await usageRow(gw, lookupId))?.endpoint, 'cache.embeddings');
+  t.equal(await charged(gw, funded, undefined), missCost + lookupCost, 'only the miss (and its lookup) were ever charged');
   await noHolds(t, gw, funded);
 });
 
@@ -177,13 +177,13 @@ t.test('semantic tier: a paraphrase within the threshold is a hit, one below it 
   t.equal(chatCalls(), 1, 'no chat call upstream');
   t.equal(embeddingCalls(), 2, 'one embedding per lookup');
   const hitId = hit.response.headers.get('x-request-id') ?? undefined;
-  const row = usageRow(gw, hitId);
+  const row = await usageRow(gw, hitId);
   t.equal(row?.cache, 'semantic');
   t.ok(Math.abs((row?.cacheSimilarity ?? 0) - similarity) < 0.002, 'usage row: similarity');
-  t.equal(charged(gw, funded, hitId), 0, 'the answer is free');
-  const lookupCost = charged(gw, funded, `${hitId}-cache`);
+  t.equal(await charged(gw, funded, hitId), 0, 'the answer is free');
+  const lookupCost = await charged(gw, funded, `${hitId}-cache`);
   const embeddingModel = gw.app.catalog.resolve('openai/text-embedding-3-small', 'embedding');
-  const tokens = usageRow(gw, `${hitId}-cache`)?.inputTokens ?? 0;
+  const tokens = (await usageRow(gw, `${hitId}-cache`))?.inputTokens ?? 0;
   t.ok(tokens > 0);
   t.equal(lookupCost, costMicros(embeddingModel.pricing, { inputTokens: tokens, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 }), 'the lookup billed at the embedding model\'s price');
 
@@ -224,7 +224,7 @@ t.test('no_cache and x-gateway-cache: no-cache bypass both tiers (read and write
   t.equal(header(bypass, 'x-gateway-cache'), 'bypass');
   t.equal(chatCalls(), calls + 1, 'no_cache: the upstream answered');
   t.equal(embeddingCalls(), embeds, 'no semantic lookup either');
-  t.equal(usageRow(gw, header(bypass, 'x-request-id'))?.cache, 'bypass');
+  t.equal((await usageRow(gw, header(bypass, 'x-request-id')))?.cache, 'bypass');
   const invalid = await postJson(`${gw.url}/v1/chat/completions`, { authorization: `Bearer ${funded.key}` }, { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: question }], no_cache: 'yes' });
   t.equal(invalid.status, 400);
   t.match(invalid.json.error.message, /no_cache/);
@@ -306,13 +306,13 @@ t.test('TTL, LRU eviction by entries, and hit_price billing', async (t) => {
 
   // hit_price 0.5: a hit costs half the answer's list price; the row says what it saved.
   const first = await ask('question A');
-  const listPrice = charged(small, funded, first.response.headers.get('x-request-id') ?? undefined);
+  const listPrice = await charged(small, funded, first.response.headers.get('x-request-id') ?? undefined);
   await stored(small, 1);
   const hit = await ask('question A');
   t.equal(hit.response.headers.get('x-gateway-cache'), 'exact');
   const hitId = hit.response.headers.get('x-request-id') ?? undefined;
-  t.equal(charged(small, funded, hitId), Math.round(listPrice / 2), 'half the list price, to the µINR');
-  t.equal(usageRow(small, hitId)?.cacheSavedMicros, listPrice - Math.round(listPrice / 2), 'saved the other half');
+  t.equal(await charged(small, funded, hitId), Math.round(listPrice / 2), 'half the list price, to the µINR');
+  t.equal((await usageRow(small, hitId))?.cacheSavedMicros, listPrice - Math.round(listPrice / 2), 'saved the other half');
 
   // LRU: A (just used), B, then C: B is the least recently used and goes.
   await ask('question B');
@@ -532,7 +532,7 @@ t.test('an empty wallet: the lookup and the call are refused (402), nothing char
   t.equal(embeddingCalls(), 0, 'no embedding call upstream');
   t.equal(chatCalls(), 0);
   gw.app.settlement.drain();
-  t.equal(charges(gw, funded.accountId).length, 0, 'no charge');
+  t.equal((await charges(gw, funded.accountId)).length, 0, 'no charge');
 });
 
 t.test('an answer cached through /v1/messages answers /v1/chat/completions (and its stream)', async (t) => {

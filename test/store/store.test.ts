@@ -4,7 +4,7 @@ import Database from 'better-sqlite3';
 import t from 'tap';
 import { MIGRATIONS } from '../../src/store/migrations.js';
 import { migrate, MigrationError, openDatabase, schemaVersion } from '../../src/store/db.js';
-import { Store } from '../../src/store/store.js';
+import { SqliteStore as Store } from '../../src/store/store.js';
 import { tempDir } from '../support/gateway.js';
 
 const latest = MIGRATIONS.at(-1)?.version ?? 0;

@@ -60,16 +60,16 @@ export function inr(micros: number): number {
   return micros / 1_000_000;
 }
 
-export function usageRow(gw: RunningGateway, requestId: string | undefined): UsageRecord | undefined {
-  return gw.app.store.usage.list({ limit: 1000 }).find((row) => row.requestId === requestId);
+export async function usageRow(gw: RunningGateway, requestId: string | undefined): Promise<UsageRecord | undefined> {
+  return (await gw.app.store.usage.list({ limit: 1000 })).find((row) => row.requestId === requestId);
 }
 
-export function charges(gw: RunningGateway, accountId: string, requestId?: string) {
-  return gw.app.store.ledger.list(accountId, 10_000).filter((e) => e.kind === 'charge' && (requestId === undefined || e.requestId === requestId));
+export async function charges(gw: RunningGateway, accountId: string, requestId?: string) {
+  return (await gw.app.store.ledger.list(accountId, 10_000)).filter((e) => e.kind === 'charge' && (requestId === undefined || e.requestId === requestId));
 }
 
-export function balanceMicros(gw: RunningGateway, accountId: string): number {
-  return gw.app.store.accounts.byId(accountId)?.balanceMicros ?? Number.NaN;
+export async function balanceMicros(gw: RunningGateway, accountId: string): Promise<number> {
+  return (await gw.app.store.accounts.byId(accountId))?.balanceMicros ?? Number.NaN;
 }
 
 /** Applies what each daemon settled to the shared ledger (each does so in its own batches). */

@@ -7,8 +7,15 @@ import { buildConfig } from '../../src/config/load.js';
 import type { GatewayConfig } from '../../src/config/types.js';
 import { initializeFirstAdmin } from '../../src/core/management/init.js';
 import { startGateway, type RunningGateway } from '../../src/main.js';
+import { TEST_BACKEND } from './store.js';
 
-/** Test helpers: a real daemon on port 0 with a temp SQLite file, and an HTTP client for it. */
+/**
+ * Test helpers: a real daemon on port 0 with a temp SQLite file (or, with
+ * GATEWAY_TEST_BACKEND=postgres, a scratch PostgreSQL database), and an HTTP client for it.
+ */
+
+/** The scratch PostgreSQL database of each test daemon's directory: a second daemon configured with testConfig(dir) shares it. */
+const postgresOfDir = new Map<string, string>();
 
 export const TEST_JWT_SECRET = 'test-secret-test-secret-test-secret-0123456789';
 
@@ -21,7 +28,7 @@ export function tempDir(prefix = 'gateway-test-'): { path: string; remove: () =>
 export function testConfig(dir: string, raw: Record<string, unknown> = {}, env: NodeJS.ProcessEnv = {}): GatewayConfig {
   const base: Record<string, unknown> = {
     server: { host: '127.0.0.1', port: 0 },
-    database: { path: join(dir, 'gateway.db') },
+    database: { path: join(dir, 'gateway.db'), ...(postgresOfDir.has(dir) ? { url: postgresOfDir.get(dir) } : {}) },
     auth: { jwt_secret: TEST_JWT_SECRET, bcrypt_rounds: 4 },
     logging: { level: 'silent' },
   };
@@ -79,8 +86,22 @@ export function httpClient(baseUrl: string): Http {
 /** `logger`: the daemon's logger, to read its log lines (silent by default). */
 export async function startTestGateway(raw: Record<string, unknown> = {}, env: NodeJS.ProcessEnv = {}, options: { logger?: Logger } = {}): Promise<TestGateway> {
   const dir = tempDir();
+  let dropDatabase: (() => Promise<void>) | undefined;
+  if (TEST_BACKEND === 'postgres') {
+    const { scratchDatabase } = await import('./postgres.js');
+    const database = await scratchDatabase();
+    postgresOfDir.set(dir.path, database.url);
+    dropDatabase = database.drop;
+  }
   const config = testConfig(dir.path, raw, env);
-  const running = await startGateway(config, { logger: options.logger ?? pino({ level: 'silent' }) });
+  let running: RunningGateway;
+  try {
+    running = await startGateway(config, { logger: options.logger ?? pino({ level: 'silent' }) });
+  } catch (error) {
+    await dropDatabase?.();
+    dir.remove();
+    throw error;
+  }
   const adminEmail = 'admin@example.com';
   const init = await initializeFirstAdmin(running.app.store, { email: adminEmail, name: 'Admin', password: 'admin-password', bcryptRounds: 4 });
   return {
@@ -91,6 +112,8 @@ export async function startTestGateway(raw: Record<string, unknown> = {}, env: N
     http: httpClient(running.url),
     stop: async () => {
       await running.close();
+      await dropDatabase?.();
+      postgresOfDir.delete(dir.path);
       dir.remove();
     },
   };

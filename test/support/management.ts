@@ -71,8 +71,10 @@ export function usageRow(overrides: Partial<NewUsage> & Pick<NewUsage, 'accountI
   };
 }
 
-export function insertUsage(gw: TestGateway, overrides: Partial<NewUsage> & Pick<NewUsage, 'accountId'>): UsageRecord {
-  return gw.app.store.usage.insert(usageRow(overrides));
+/** A usage row written straight to the store (no charge), as settlement would write it. */
+export async function insertUsage(gw: TestGateway, overrides: Partial<NewUsage> & Pick<NewUsage, 'accountId'>): Promise<UsageRecord> {
+  const [record] = await gw.app.store.settle([], [usageRow(overrides)]);
+  return record as UsageRecord;
 }
 
 export interface SseFrame {

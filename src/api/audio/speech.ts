@@ -51,7 +51,7 @@ function drainedOrClosed(res: ServerResponse): Promise<void> {
 export function registerSpeechRoutes(router: Router<Route>, app: App): void {
   router.add('POST', '/v1/audio/speech', {
     handle: async (ctx) => {
-      const key = requireApiKey(app, ctx);
+      const key = await requireApiKey(app, ctx);
       const { draft, ignored } = decodeSpeech(await ctx.json());
       const outcome = await app.media.speech(draft, callContext(ctx, key, 'audio.speech'));
       addIgnoredParams(outcome.headers, ignored);

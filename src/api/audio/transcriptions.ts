@@ -27,7 +27,7 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 export function registerTranscriptionRoutes(router: Router<Route>, app: App): void {
   router.add('POST', '/v1/audio/transcriptions', {
     handle: async (ctx) => {
-      const key = requireApiKey(app, ctx);
+      const key = await requireApiKey(app, ctx);
       const type = ctx.req.headers['content-type'] ?? '';
       const draft = type.toLowerCase().startsWith('multipart/form-data') ? await decodeForm(ctx) : decodeJson(await ctx.json());
       const outcome = await app.media.transcribe(draft, callContext(ctx, key, 'audio.transcriptions'));

@@ -11,7 +11,7 @@ import { ChatChunkEncoder, encodeChatCompletion } from './encode.js';
 export function registerChatRoutes(router: Router<Route>, app: App): void {
   router.add('POST', '/v1/chat/completions', {
     handle: async (ctx) => {
-      const key = requireApiKey(app, ctx);
+      const key = await requireApiKey(app, ctx);
       const { draft, includeUsage } = decodeChatCompletion(await ctx.json());
       const id = `chatcmpl-${requestIdBody(ctx.requestId)}`;
       const created = Math.floor(Date.now() / 1000);

@@ -11,7 +11,7 @@ import { encodeEmbeddings } from './encode.js';
 export function registerEmbeddingRoutes(router: Router<Route>, app: App): void {
   router.add('POST', '/v1/embeddings', {
     handle: async (ctx) => {
-      const key = requireApiKey(app, ctx);
+      const key = await requireApiKey(app, ctx);
       const { draft, ignored } = decodeEmbeddings(await ctx.json());
       const outcome = await app.media.embed(draft, callContext(ctx, key, 'embeddings'));
       addIgnoredParams(outcome.headers, ignored);

@@ -62,7 +62,7 @@ export function publicBaseUrl(app: App, ctx: RequestContext): string {
 export function registerImageRoutes(router: Router<Route>, app: App): void {
   router.add('POST', '/v1/images/generations', {
     handle: async (ctx) => {
-      const key = requireApiKey(app, ctx);
+      const key = await requireApiKey(app, ctx);
       const { draft, ignored } = decodeImages(await ctx.json());
       const outcome = await app.media.generateImages(draft, callContext(ctx, key, 'images.generations'), publicBaseUrl(app, ctx));
       addIgnoredParams(outcome.headers, ignored);

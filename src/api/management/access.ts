@@ -16,9 +16,9 @@ export function canSee(principal: KeyPrincipal, accountId: string): boolean {
 }
 
 /** An account by id, email or `me`, if the principal may see it. */
-export function scopedAccount(app: App, principal: KeyPrincipal, ref: string): Account {
+export async function scopedAccount(app: App, principal: KeyPrincipal, ref: string): Promise<Account> {
   if (ref === 'me') return principal.account;
-  const account = app.accounts.resolve(ref);
+  const account = await app.accounts.resolve(ref);
   if (!canSee(principal, account.id)) throw errors.notFound('account', ref);
   return account;
 }

@@ -21,31 +21,31 @@ import { requireAdmin, scopedAccount } from './access.js';
 /** Accounts, balances, top-ups and the ledger, for `akm-` keys. */
 export function registerManagementAccountRoutes(router: Router<Route>, app: App): void {
   router.add('GET', '/api/management/me', {
-    handle: (ctx) => {
-      const principal = requireManagementKey(app, ctx);
+    handle: async (ctx) => {
+      const principal = await requireManagementKey(app, ctx);
       ctx.send(200, { account: presentAccount(principal.account), key: presentKey(principal.key, Date.now()) });
     },
   });
 
   router.add('GET', '/api/management/accounts', {
-    handle: (ctx) => {
-      const principal = requireManagementKey(app, ctx);
+    handle: async (ctx) => {
+      const principal = await requireManagementKey(app, ctx);
       requireAdmin(principal);
       const email = queryString(ctx.query, 'email');
       if (email !== undefined) {
-        const account = app.store.accounts.byEmail(email.toLowerCase());
+        const account = await app.store.accounts.byEmail(email.toLowerCase());
         ctx.send(200, { object: 'list', data: account ? [presentAccount(account)] : [] });
         return;
       }
       const limit = queryInt(ctx.query, 'limit', 1, 1000, 100);
       const offset = queryInt(ctx.query, 'offset', 0, Number.MAX_SAFE_INTEGER, 0);
-      ctx.send(200, { object: 'list', data: app.accounts.list(limit, offset).map(presentAccount) });
+      ctx.send(200, { object: 'list', data: (await app.accounts.list(limit, offset)).map(presentAccount) });
     },
   });
 
   router.add('POST', '/api/management/accounts', {
     handle: async (ctx) => {
-      const principal = requireManagementKey(app, ctx);
+      const principal = await requireManagementKey(app, ctx);
       requireAdmin(principal);
       const body = requireObject(await ctx.json());
       rejectUnknownFields(body, ['email', 'name', 'password', 'role']);
@@ -59,31 +59,31 @@ export function registerManagementAccountRoutes(router: Router<Route>, app: App)
   });
 
   router.add('GET', '/api/management/accounts/:account', {
-    handle: (ctx) => {
-      const principal = requireManagementKey(app, ctx);
-      ctx.send(200, presentAccount(scopedAccount(app, principal, ctx.params.account as string)));
+    handle: async (ctx) => {
+      const principal = await requireManagementKey(app, ctx);
+      ctx.send(200, presentAccount(await scopedAccount(app, principal, ctx.params.account as string)));
     },
   });
 
   router.add('GET', '/api/management/accounts/:account/balance', {
-    handle: (ctx) => {
-      const principal = requireManagementKey(app, ctx);
-      const account = scopedAccount(app, principal, ctx.params.account as string);
+    handle: async (ctx) => {
+      const principal = await requireManagementKey(app, ctx);
+      const account = await scopedAccount(app, principal, ctx.params.account as string);
       ctx.send(200, { account_id: account.id, email: account.email, balance: microsToInr(account.balanceMicros), currency: 'INR' });
     },
   });
 
   router.add('POST', '/api/management/accounts/:account/topups', {
     handle: async (ctx) => {
-      const principal = requireManagementKey(app, ctx);
+      const principal = await requireManagementKey(app, ctx);
       requireAdmin(principal);
-      const account = scopedAccount(app, principal, ctx.params.account as string);
+      const account = await scopedAccount(app, principal, ctx.params.account as string);
       const body = requireObject(await ctx.json());
       rejectUnknownFields(body, ['amount', 'reference', 'note']);
       const amountMicros = positiveAmount(body);
       const reference = topupReference(body, ctx.req.headers['idempotency-key']);
       const note = optionalString(body, 'note', { max: 500 });
-      const result = app.wallet.topup({
+      const result = await app.wallet.topup({
         accountId: account.id,
         amountMicros,
         createdBy: principal.account.id,
@@ -99,11 +99,11 @@ export function registerManagementAccountRoutes(router: Router<Route>, app: App)
   });
 
   router.add('GET', '/api/management/accounts/:account/ledger', {
-    handle: (ctx) => {
-      const principal = requireManagementKey(app, ctx);
-      const account = scopedAccount(app, principal, ctx.params.account as string);
+    handle: async (ctx) => {
+      const principal = await requireManagementKey(app, ctx);
+      const account = await scopedAccount(app, principal, ctx.params.account as string);
       const limit = queryInt(ctx.query, 'limit', 1, 1000, 100);
-      const entries = app.wallet.ledger(account.id, limit, queryOptionalInt(ctx.query, 'before'));
+      const entries = await app.wallet.ledger(account.id, limit, queryOptionalInt(ctx.query, 'before'));
       ctx.send(200, { object: 'list', data: entries.map(presentLedgerEntry) });
     },
   });

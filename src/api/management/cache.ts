@@ -13,7 +13,7 @@ import { requireAdmin, scopedAccount } from './access.js';
 export function registerManagementCacheRoutes(router: Router<Route>, app: App): void {
   router.add('GET', '/api/management/cache', {
     handle: async (ctx) => {
-      const principal = requireManagementKey(app, ctx);
+      const principal = await requireManagementKey(app, ctx);
       requireAdmin(principal);
       const cache = app.cache;
       if (!cache) {
@@ -40,12 +40,12 @@ export function registerManagementCacheRoutes(router: Router<Route>, app: App): 
 
   router.add('DELETE', '/api/management/cache', {
     handle: async (ctx) => {
-      const principal = requireManagementKey(app, ctx);
+      const principal = await requireManagementKey(app, ctx);
       // `?account=` left empty is a mistake, not a request to empty every account's cache.
       if (ctx.query.has('account') && queryString(ctx.query, 'account') === undefined) throw errors.invalidQuery('account', 'must be an account id or e-mail, or me (leave it out to purge every account)');
       const ref = queryString(ctx.query, 'account');
       if (ref === undefined) requireAdmin(principal);
-      const account = ref === undefined ? undefined : scopedAccount(app, principal, ref);
+      const account = ref === undefined ? undefined : await scopedAccount(app, principal, ref);
       if (!app.cache) throw new GatewayError({ status: 409, type: 'invalid_request_error', reason: 'cache_disabled', message: 'the response cache is not enabled on this gateway (cache.enabled in its config)' });
       const removed = await app.cache.purge(account?.id);
       app.logger.info({ account: account?.id ?? 'all', removed, by: principal.key.id }, 'response cache purged');

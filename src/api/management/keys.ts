@@ -16,48 +16,48 @@ export function registerManagementKeyRoutes(router: Router<Route>, app: App): vo
     ['management', 'management-keys'],
   ];
   for (const [kind, segment] of surfaces) {
-    const visible = (principal: KeyPrincipal, id: string): KeyRecord => app.keys.get(kind, id, (record) => canSee(principal, record.accountId));
+    const visible = (principal: KeyPrincipal, id: string): Promise<KeyRecord> => app.keys.get(kind, id, (record) => canSee(principal, record.accountId));
 
     router.add('POST', `/api/management/accounts/:account/${segment}`, {
       handle: async (ctx) => {
-        const principal = requireManagementKey(app, ctx);
-        const account = scopedAccount(app, principal, ctx.params.account as string);
+        const principal = await requireManagementKey(app, ctx);
+        const account = await scopedAccount(app, principal, ctx.params.account as string);
         const now = Date.now();
         const input = parseKeyCreate(kind, await ctx.json(), now);
-        const { record, secret } = app.keys.create(kind, account.id, input);
+        const { record, secret } = await app.keys.create(kind, account.id, input);
         ctx.send(201, presentCreatedKey(kind, record, secret, now));
       },
     });
     router.add('GET', `/api/management/accounts/:account/${segment}`, {
-      handle: (ctx) => {
-        const principal = requireManagementKey(app, ctx);
-        const account = scopedAccount(app, principal, ctx.params.account as string);
+      handle: async (ctx) => {
+        const principal = await requireManagementKey(app, ctx);
+        const account = await scopedAccount(app, principal, ctx.params.account as string);
         const now = Date.now();
-        ctx.send(200, { object: 'list', data: app.keys.list(kind, account.id).map((key) => presentKey(key, now)) });
+        ctx.send(200, { object: 'list', data: (await app.keys.list(kind, account.id)).map((key) => presentKey(key, now)) });
       },
     });
     router.add('GET', `/api/management/${segment}/:id`, {
-      handle: (ctx) => {
-        const principal = requireManagementKey(app, ctx);
-        ctx.send(200, presentKey(visible(principal, ctx.params.id as string), Date.now()));
+      handle: async (ctx) => {
+        const principal = await requireManagementKey(app, ctx);
+        ctx.send(200, presentKey(await visible(principal, ctx.params.id as string), Date.now()));
       },
     });
     if (kind === 'api') {
       router.add('PATCH', `/api/management/${segment}/:id`, {
         handle: async (ctx) => {
-          const principal = requireManagementKey(app, ctx);
-          const record = visible(principal, ctx.params.id as string);
+          const principal = await requireManagementKey(app, ctx);
+          const record = await visible(principal, ctx.params.id as string);
           const now = Date.now();
           const changes = parseKeyUpdate(kind, await ctx.json(), now);
-          ctx.send(200, presentKey(app.keys.update(record, changes), now));
+          ctx.send(200, presentKey(await app.keys.update(record, changes), now));
         },
       });
     }
     router.add('DELETE', `/api/management/${segment}/:id`, {
-      handle: (ctx) => {
-        const principal = requireManagementKey(app, ctx);
-        const record = visible(principal, ctx.params.id as string);
-        ctx.send(200, presentKey(app.keys.revoke(record), Date.now()));
+      handle: async (ctx) => {
+        const principal = await requireManagementKey(app, ctx);
+        const record = await visible(principal, ctx.params.id as string);
+        ctx.send(200, presentKey(await app.keys.revoke(record), Date.now()));
       },
     });
   }

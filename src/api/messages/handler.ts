@@ -16,7 +16,7 @@ export function registerMessagesRoutes(router: Router<Route>, app: App): void {
   router.add('POST', '/v1/messages', {
     renderError: encodeMessagesError,
     handle: async (ctx) => {
-      const key = requireApiKey(app, ctx);
+      const key = await requireApiKey(app, ctx);
       const draft = decodeMessagesRequest(await ctx.json());
       const id = `msg_${requestIdBody(ctx.requestId)}`;
       await serveChatCall(app, ctx, key, draft, 'messages', {

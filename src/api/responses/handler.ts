@@ -11,7 +11,7 @@ import { encodeResponse, ResponsesStreamEncoder } from './encode.js';
 export function registerResponsesRoutes(router: Router<Route>, app: App): void {
   router.add('POST', '/v1/responses', {
     handle: async (ctx) => {
-      const key = requireApiKey(app, ctx);
+      const key = await requireApiKey(app, ctx);
       const { draft, echo } = decodeResponsesRequest(await ctx.json());
       const id = `resp_${requestIdBody(ctx.requestId)}`;
       const createdAt = Math.floor(Date.now() / 1000);

@@ -3,7 +3,7 @@ import { loadConfig } from '../../config/load.js';
 import { isGatewayError } from '../../core/errors.js';
 import { initializeFirstAdmin } from '../../core/management/init.js';
 import { requiredEmail, requiredString } from '../../core/validate.js';
-import { Store } from '../../store/store.js';
+import { openStore } from '../../store/open.js';
 import { requiredPassword } from '../../api/auth.js';
 import { presentAccount, presentKey } from '../../api/presenters.js';
 import { SecretReveal } from '../ui/components.js';
@@ -35,7 +35,7 @@ export function registerInitCommand(program: Command, io: Io): void {
         throw error;
       }
       const config = loadConfig({ ...(flags.config ? { file: flags.config } : {}), env: io.env });
-      const store = Store.open(config.database.path, { busyTimeoutMs: config.database.busyTimeoutMs });
+      const store = await openStore(config.database);
       try {
         const result = await initializeFirstAdmin(store, { ...input, bcryptRounds: config.auth.bcryptRounds });
         const doc = { account: presentAccount(result.account), management_key: result.secret, key: presentKey(result.key, Date.now()) };
@@ -45,7 +45,7 @@ export function registerInitCommand(program: Command, io: Io): void {
             secret={result.secret}
             entries={[
               ['account', `${result.account.email} (${result.account.id}, admin)`],
-              ['database', config.database.path],
+              ['database', store.description],
               ['use it', 'export GATEWAY_ADMIN_KEY=<the key above>'],
             ]}
           />

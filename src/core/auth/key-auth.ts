@@ -1,6 +1,7 @@
 import { errors } from '../errors.js';
 import { hashKey, isWellFormedKey, KEY_LENGTH, type KeyKind } from '../keys.js';
-import type { KeyRecord, KeysRepo } from '../../store/keys.js';
+import type { KeyRecord } from '../../store/keys.js';
+import type { KeyStore } from '../../store/types.js';
 
 /**
  * Resolves a presented key to its record. Records are cached in memory by the key's SHA-256
@@ -16,7 +17,7 @@ export class KeyAuthenticator {
   onInvalidate: ((hash: string) => void) | undefined;
 
   constructor(
-    private readonly repo: KeysRepo,
+    private readonly repo: KeyStore,
     private readonly ttlMs = 5000,
     private readonly now: () => number = Date.now,
   ) {}
@@ -29,7 +30,7 @@ export class KeyAuthenticator {
    * Throws 401 for a malformed, unknown, revoked or expired key. `use: false` checks a key
    * that is about to be refused for the surface (403) without recording a use.
    */
-  authenticate(presented: string, use = true): KeyRecord {
+  async authenticate(presented: string, use = true): Promise<KeyRecord> {
     // Every well-formed key has one length: anything else is refused before it is hashed. The
     // full format check runs on a cache miss only: a cached hash is a stored key's own.
     if (presented.length !== KEY_LENGTH[this.repo.kind]) throw this.invalid();
@@ -38,7 +39,7 @@ export class KeyAuthenticator {
     let entry = this.cache.get(hash);
     if (!entry || now - entry.cachedAt > this.ttlMs) {
       if (!isWellFormedKey(this.repo.kind, presented)) throw this.invalid();
-      const record = this.repo.byHash(hash);
+      const record = await this.repo.byHash(hash);
       if (!record) {
         this.cache.delete(hash);
         throw this.invalid();
@@ -66,11 +67,11 @@ export class KeyAuthenticator {
   }
 
   /** Writes collected last-use times; called on a timer and at shutdown. */
-  flushLastUsed(): void {
+  async flushLastUsed(): Promise<void> {
     if (this.lastUsed.size === 0) return;
     const entries = [...this.lastUsed];
     this.lastUsed.clear();
-    this.repo.touchMany(entries);
+    await this.repo.touchMany(entries);
   }
 
   private invalid() {

@@ -4,7 +4,7 @@ import type { HoldRef, HoldStore, HoldTotals } from '../limits/holds.js';
 import type { RateDecision, RateLimiter } from '../limits/rate-limit.js';
 import { formatInrDisplay } from '../money.js';
 import { affordableOutputTokens, worstCaseMicros } from '../pricing.js';
-import type { Funds, Store } from '../../store/store.js';
+import type { Funds, Store } from '../../store/types.js';
 
 export interface AdmissionInput {
   requestId: string;
@@ -99,7 +99,7 @@ export class Admitter {
     let totals: HoldTotals = first.totals;
     // Twice at most: once more after applying settled calls not yet in the ledger (as admit()).
     for (let attempt = 0; ; attempt++) {
-      const funds = this.store.funds(input.accountId, input.apiKeyId);
+      const funds = await this.store.funds(input.accountId, input.apiKeyId);
       const key = funds?.key;
       const balance = funds?.balanceMicros ?? 0;
       const others = { account: totals.accountHeldMicros - hold.amountMicros, key: totals.keyHeldMicros - hold.amountMicros };
@@ -164,7 +164,7 @@ export class Admitter {
       const totals = admitted ?? (await this.holds.acquire(hold));
       admitted = undefined;
       // Read after the hold is taken (see holds.ts): one read of each, fresh from the store.
-      const funds = this.store.funds(input.accountId, input.apiKeyId);
+      const funds = await this.store.funds(input.accountId, input.apiKeyId);
       const key = funds?.key;
       const balance = funds?.balanceMicros ?? 0;
       const refusal = emptyOrExhausted(balance, key);

@@ -5,8 +5,9 @@ import type { HoldRef, HoldStore } from '../limits/holds.js';
 import type { UsageService } from '../management/usage.js';
 import { costMicros } from '../pricing.js';
 import { BillingJournal, orphanJournals } from '../../store/billing-journal.js';
+import { isTransient, isUniqueViolation } from '../../store/errors.js';
 import type { ChargeInput } from '../../store/ledger.js';
-import type { Store } from '../../store/store.js';
+import type { LocalWrites, Store } from '../../store/types.js';
 import type { CacheOutcome, NewUsage, UsageRecord } from '../../store/usage.js';
 
 export interface SettleInput {
@@ -77,6 +78,8 @@ interface Pending {
 }
 
 const RETRY_FIRST_MS = 100;
+/** Commits in flight at once without a local journal (PostgreSQL). */
+const MAX_COMMITS = 4;
 const RETRY_MAX_MS = 5000;
 
 /**
@@ -111,6 +114,10 @@ export class Settlement {
   private applyImmediate = false;
   private retryMs = 0;
   private readonly journal: BillingJournal | undefined;
+  /** SQLite: journal, then batches (below). Absent (PostgreSQL): each turn's calls committed before their answers end. */
+  private readonly local: LocalWrites | undefined;
+  /** Commits in flight (PostgreSQL), for close(). */
+  private readonly commits = new Set<Promise<void>>();
   private readonly orphanTimer: NodeJS.Timeout | undefined;
   private readonly applyDelayMs: number;
   private readonly maxBatch: number;
@@ -126,8 +133,9 @@ export class Settlement {
   ) {
     this.applyDelayMs = options.applyDelayMs ?? 20;
     this.maxBatch = options.maxBatch ?? 256;
-    this.journal = BillingJournal.open(store.path);
-    store.barrier.set(() => this.drain());
+    this.local = store.local;
+    this.journal = this.local ? BillingJournal.open(this.local.path) : undefined;
+    if (this.local) store.barrier.set(() => this.drain());
     const scanMs = options.orphanScanMs ?? 30_000;
     if (this.journal && scanMs > 0) {
       this.orphanTimer = setInterval(() => this.recoverOrphans(), scanMs);
@@ -211,18 +219,20 @@ export class Settlement {
    */
   recoverOrphans(): { applied: number; skipped: number; rejected: number; complete: boolean } {
     const totals = { applied: 0, skipped: 0, rejected: 0, complete: true };
-    const orphans = orphanJournals(this.store.path);
+    const local = this.local;
+    if (!local) return totals;
+    const orphans = orphanJournals(local.path);
     for (const [index, orphan] of orphans.entries()) {
       const counts = { applied: 0, skipped: 0, rejected: 0 };
       for (const row of orphan.rows) {
         // Lines stay in a journal after they are applied (billing-journal.ts): skip those at
         // the cost of a read, not of a failed write.
-        if (this.store.usage.has(row.requestId)) {
+        if (local.hasUsage(row.requestId)) {
           counts.skipped += 1;
           continue;
         }
         try {
-          this.store.transaction(() => this.write(row.costMicros, row));
+          this.write(local, row.costMicros, row);
           counts.applied += 1;
         } catch (error) {
           if (isUniqueViolation(error)) {
@@ -250,7 +260,6 @@ export class Settlement {
       const level = counts.applied > 0 || counts.rejected > 0 || orphan.unreadable > 0 ? 'warn' : 'info';
       this.logger[level]({ path: orphan.path, ...counts, unreadable_lines: orphan.unreadable }, 'applied the billing journal a stopped daemon left');
     }
-    if (totals.applied > 0) this.store.checkpointer?.wrote();
     return totals;
   }
 
@@ -260,6 +269,7 @@ export class Settlement {
     this.closed = true;
     if (this.orphanTimer) clearInterval(this.orphanTimer);
     if (this.queue.length > 0) this.flush();
+    while (this.commits.size > 0) await Promise.allSettled([...this.commits]);
     // A last try even while failing; no timer or immediate runs after this (the store closes next).
     if (this.pending.length > 0) this.apply();
     this.stopped = true;
@@ -289,6 +299,24 @@ export class Settlement {
     const batch = this.queue;
     this.queue = [];
     if (batch.length === 0) return;
+    if (!this.local) {
+      // Group commit: at most MAX_COMMITS in flight; calls that end meanwhile wait for a free
+      // one and go in together.
+      if (this.commits.size >= MAX_COMMITS && !this.closed) {
+        this.queue = batch.concat(this.queue);
+        return;
+      }
+      const commit = this.commit(batch);
+      this.commits.add(commit);
+      void commit.finally(() => {
+        this.commits.delete(commit);
+        if (this.queue.length > 0 && !this.flushScheduled) {
+          this.flushScheduled = true;
+          setImmediate(() => this.flush());
+        }
+      });
+      return;
+    }
     try {
       this.journal?.append(batch.map((queued) => queued.row));
     } catch (error) {
@@ -322,9 +350,72 @@ export class Settlement {
     }
   }
 
+  /**
+   * Without a local journal (PostgreSQL): the calls that ended in this turn in one commit (the
+   * group commit), before any of their answers end; a host lost after this loses no charge.
+   * Their holds go once the charges are in. A batch refused as a whole is written call by
+   * call, so one bad row costs only its own call; a call the database cannot take now fails
+   * (its client gets an error instead of an unbilled answer).
+   */
+  private async commit(batch: Queued[]): Promise<void> {
+    const records: UsageRecord[] = [];
+    const charges: ChargeInput[] = [];
+    for (const { costMicros: cost, row } of batch) {
+      if (cost > 0) charges.push({ accountId: row.accountId, amountMicros: cost, requestId: row.requestId, apiKeyId: row.apiKeyId, now: row.createdAt });
+    }
+    const done: Queued[] = [];
+    try {
+      records.push(...(await this.store.settle(charges, batch.map((queued) => queued.row))));
+      done.push(...batch);
+    } catch (error) {
+      if (batch.length === 1 || isTransient(error)) {
+        this.logger.error({ err: error, calls: batch.length }, 'could not commit settled calls to the ledger');
+        for (const queued of batch) queued.reject(error);
+        await this.releaseHolds(batch.map((queued) => queued.hold));
+        return;
+      }
+      for (const queued of batch) {
+        try {
+          const cost = queued.costMicros;
+          const row = queued.row;
+          const charge = cost > 0 ? [{ accountId: row.accountId, amountMicros: cost, requestId: row.requestId, apiKeyId: row.apiKeyId, now: row.createdAt }] : [];
+          records.push(...(await this.store.settle(charge, [row])));
+          done.push(queued);
+        } catch (rowError) {
+          if (isUniqueViolation(rowError)) {
+            done.push(queued); // already in the ledger
+            continue;
+          }
+          this.logger.error({ err: rowError, call: queued.row }, 'the ledger refused a settled call');
+          queued.reject(rowError);
+          await this.releaseHolds([queued.hold]);
+        }
+      }
+    }
+    for (const queued of done) queued.resolve();
+    await this.releaseHolds(done.map((queued) => queued.hold));
+    this.publish(records);
+  }
+
+  private async releaseHolds(holds: HoldRef[]): Promise<void> {
+    if (holds.length === 0) return;
+    await this.holds.releaseAll(holds).catch((error: unknown) => this.logger.error({ err: error }, 'could not release holds'));
+  }
+
+  private publish(records: readonly UsageRecord[]): void {
+    for (const record of records) {
+      try {
+        this.usage.publish(record);
+      } catch (error) {
+        this.logger.error({ err: error }, 'a usage listener failed');
+      }
+    }
+  }
+
   /** Step 2: the pending calls into SQLite, in one transaction when all goes well. */
   private apply(): void {
-    if (this.stopped) return;
+    const local = this.local;
+    if (this.stopped || !local) return;
     if (this.applyTimer) clearTimeout(this.applyTimer);
     this.applyTimer = undefined;
     const batch = this.pending;
@@ -338,10 +429,7 @@ export class Settlement {
       for (const { costMicros: cost, row } of batch) {
         if (cost > 0) charges.push({ accountId: row.accountId, amountMicros: cost, requestId: row.requestId, apiKeyId: row.apiKeyId, now: row.createdAt });
       }
-      this.store.charge(charges, () => {
-        this.store.ledger.chargeManyInTransaction(charges);
-        for (const entry of batch) records.push(this.store.usage.insert(entry.row));
-      });
+      records.push(...local.settle(charges, batch.map((entry) => entry.row)));
       done.push(...batch);
     } catch (error) {
       records.length = 0;
@@ -354,7 +442,7 @@ export class Settlement {
       // A row was refused: write the calls one by one, so only that one is set aside.
       for (const entry of batch) {
         try {
-          records.push(this.store.transaction(() => this.write(entry.costMicros, entry.row)));
+          records.push(this.write(local, entry.costMicros, entry.row));
           done.push(entry);
         } catch (rowError) {
           if (isUniqueViolation(rowError)) {
@@ -375,7 +463,6 @@ export class Settlement {
         }
       }
     }
-    this.store.checkpointer?.wrote();
     if (this.pending.length === 0) {
       this.retryMs = 0;
       try {
@@ -393,13 +480,7 @@ export class Settlement {
     if (finished.length > 0) {
       this.holds.releaseAll(finished).catch((error: unknown) => this.logger.error({ err: error }, 'could not release holds'));
     }
-    for (const record of records) {
-      try {
-        this.usage.publish(record);
-      } catch (error) {
-        this.logger.error({ err: error }, 'a usage listener failed');
-      }
-    }
+    this.publish(records);
   }
 
   private retryLater(error: unknown): void {
@@ -410,19 +491,9 @@ export class Settlement {
     this.applyTimer.unref();
   }
 
-  private write(cost: number, row: NewUsage): UsageRecord {
-    if (cost > 0) this.store.ledger.chargeInTransaction({ accountId: row.accountId, amountMicros: cost, requestId: row.requestId, apiKeyId: row.apiKeyId, now: row.createdAt });
-    return this.store.usage.insert(row);
+  /** One call in its own transaction. */
+  private write(local: LocalWrites, cost: number, row: NewUsage): UsageRecord {
+    const charges = cost > 0 ? [{ accountId: row.accountId, amountMicros: cost, requestId: row.requestId, apiKeyId: row.apiKeyId, now: row.createdAt }] : [];
+    return local.settle(charges, [row])[0] as UsageRecord;
   }
-}
-
-/** The database could not take a write now (locked past its timeout, full, I/O): worth a retry. */
-function isTransient(error: unknown): boolean {
-  const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' && /^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|NOMEM|PROTOCOL|READONLY)/.test(code);
-}
-
-function isUniqueViolation(error: unknown): boolean {
-  const code = (error as { code?: unknown }).code;
-  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
 }

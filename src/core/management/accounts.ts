@@ -3,7 +3,7 @@ import { newId } from '../keys.js';
 import { hashPassword, verifyPassword } from '../auth/passwords.js';
 import { FailureThrottle } from '../auth/throttle.js';
 import { isUniqueViolation, type Account, type Role } from '../../store/accounts.js';
-import type { Store } from '../../store/store.js';
+import type { Store } from '../../store/types.js';
 
 export interface NewAccount {
   email: string;
@@ -39,7 +39,7 @@ export class AccountService {
   async create(input: NewAccount): Promise<Account> {
     const passwordHash = input.password === undefined ? null : await hashPassword(input.password, this.options.bcryptRounds);
     try {
-      return this.store.accounts.insert({ id: newId('acc'), email: input.email, name: input.name, passwordHash, role: input.role, now: this.now() });
+      return await this.store.accounts.insert({ id: newId('acc'), email: input.email, name: input.name, passwordHash, role: input.role, now: this.now() });
     } catch (error) {
       if (isUniqueViolation(error)) throw errors.emailTaken(input.email);
       throw error;
@@ -51,7 +51,7 @@ export class AccountService {
     const subject = email.toLowerCase();
     const wait = Math.max(this.byEmailFailures.retryAfter(subject), this.byClientFailures.retryAfter(client));
     if (wait > 0) throw errors.loginThrottled(wait);
-    const account = this.store.accounts.byEmail(subject);
+    const account = await this.store.accounts.byEmail(subject);
     const ok = await verifyPassword(password, account?.passwordHash, this.options.bcryptRounds);
     if (!ok || !account) {
       this.byEmailFailures.fail(subject);
@@ -62,22 +62,22 @@ export class AccountService {
     return account;
   }
 
-  get(id: string): Account | undefined {
+  async get(id: string): Promise<Account | undefined> {
     return this.store.accounts.byId(id);
   }
 
   /** An account by id (`acc_…`) or email; 404 when there is none. */
-  resolve(ref: string): Account {
-    const account = ref.includes('@') ? this.store.accounts.byEmail(ref.toLowerCase()) : this.store.accounts.byId(ref);
+  async resolve(ref: string): Promise<Account> {
+    const account = await (ref.includes('@') ? this.store.accounts.byEmail(ref.toLowerCase()) : this.store.accounts.byId(ref));
     if (!account) throw errors.notFound('account', ref);
     return account;
   }
 
-  list(limit: number, offset: number): Account[] {
+  async list(limit: number, offset: number): Promise<Account[]> {
     return this.store.accounts.list(limit, offset);
   }
 
-  hasAdmin(): boolean {
-    return this.store.accounts.countAdmins() > 0;
+  async hasAdmin(): Promise<boolean> {
+    return (await this.store.accounts.countAdmins()) > 0;
   }
 }

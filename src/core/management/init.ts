@@ -3,7 +3,7 @@ import { generateKey, hashKey, maskKey, newId } from '../keys.js';
 import { hashPassword } from '../auth/passwords.js';
 import { isUniqueViolation, type Account } from '../../store/accounts.js';
 import type { KeyRecord } from '../../store/keys.js';
-import type { Store } from '../../store/store.js';
+import type { Store } from '../../store/types.js';
 
 export interface InitResult {
   account: Account;
@@ -20,27 +20,20 @@ export async function initializeFirstAdmin(store: Store, input: { email: string;
   const now = Date.now();
   const secret = generateKey('management');
   try {
-    return store.transaction(() => {
-      if (store.accounts.countAdmins() > 0) {
-        throw new GatewayError({
-          status: 409,
-          type: 'conflict_error',
-          reason: 'already_initialized',
-          message: 'an admin account already exists: use `gateway accounts create` with an admin key instead',
-        });
-      }
-      const account = store.accounts.insert({ id: newId('acc'), email: input.email, name: input.name, passwordHash, role: 'admin', now });
-      const key = store.managementKeys.insert({
-        id: newId('mk'),
-        accountId: account.id,
-        name: 'init',
-        keyHash: hashKey(secret),
-        maskedKey: maskKey(secret),
-        expiresAt: null,
-        now,
+    const accountId = newId('acc');
+    const created = await store.createFirstAdmin(
+      { id: accountId, email: input.email, name: input.name, passwordHash, role: 'admin', now },
+      { id: newId('mk'), accountId, name: 'init', keyHash: hashKey(secret), maskedKey: maskKey(secret), expiresAt: null, now },
+    );
+    if (!created) {
+      throw new GatewayError({
+        status: 409,
+        type: 'conflict_error',
+        reason: 'already_initialized',
+        message: 'an admin account already exists: use `gateway accounts create` with an admin key instead',
       });
-      return { account, key, secret };
-    });
+    }
+    return { ...created, secret };
   } catch (error) {
     if (isUniqueViolation(error)) throw errors.emailTaken(input.email);
     throw error;

@@ -1,8 +1,8 @@
 import { errors } from '../errors.js';
 import { generateKey, hashKey, maskKey, newId, type KeyKind } from '../keys.js';
 import type { KeyAuthenticator } from '../auth/key-auth.js';
-import type { KeyChanges, KeyRecord, KeysRepo } from '../../store/keys.js';
-import type { Store } from '../../store/store.js';
+import type { KeyChanges, KeyRecord } from '../../store/keys.js';
+import type { KeyStore, Store } from '../../store/types.js';
 
 export interface NewKeyInput {
   name: string;
@@ -27,9 +27,9 @@ export class KeyService {
   }
 
   /** Returns the record and the secret, which is never available again. */
-  create(kind: KeyKind, accountId: string, input: NewKeyInput): { record: KeyRecord; secret: string } {
+  async create(kind: KeyKind, accountId: string, input: NewKeyInput): Promise<{ record: KeyRecord; secret: string }> {
     const secret = generateKey(kind);
-    const record = this.repo(kind).insert({
+    const record = await this.repo(kind).insert({
       id: newId(kind === 'api' ? 'key' : 'mk'),
       accountId,
       name: input.name,
@@ -44,31 +44,31 @@ export class KeyService {
     return { record, secret };
   }
 
-  list(kind: KeyKind, accountId: string): KeyRecord[] {
+  async list(kind: KeyKind, accountId: string): Promise<KeyRecord[]> {
     return this.repo(kind).listByAccount(accountId);
   }
 
   /** A key by id; 404 when it does not exist or `visible` says the caller may not see it. */
-  get(kind: KeyKind, id: string, visible: (record: KeyRecord) => boolean = () => true): KeyRecord {
-    const record = this.repo(kind).byId(id);
+  async get(kind: KeyKind, id: string, visible: (record: KeyRecord) => boolean = () => true): Promise<KeyRecord> {
+    const record = await this.repo(kind).byId(id);
     if (!record || !visible(record)) throw errors.notFound(kind === 'api' ? 'api_key' : 'management_key', id);
     return record;
   }
 
-  update(record: KeyRecord, changes: KeyChanges): KeyRecord {
+  async update(record: KeyRecord, changes: KeyChanges): Promise<KeyRecord> {
     if (record.revokedAt !== null) throw errors.keyRevoked(record.id);
-    const updated = this.repo(record.kind).update(record.id, changes) as KeyRecord;
+    const updated = (await this.repo(record.kind).update(record.id, changes)) as KeyRecord;
     this.authenticators[record.kind].invalidate(record);
     return updated;
   }
 
-  revoke(record: KeyRecord): KeyRecord {
-    const revoked = this.repo(record.kind).revoke(record.id, this.now()) as KeyRecord;
+  async revoke(record: KeyRecord): Promise<KeyRecord> {
+    const revoked = (await this.repo(record.kind).revoke(record.id, this.now())) as KeyRecord;
     this.authenticators[record.kind].invalidate(record);
     return revoked;
   }
 
-  private repo(kind: KeyKind): KeysRepo {
+  private repo(kind: KeyKind): KeyStore {
     return kind === 'api' ? this.store.apiKeys : this.store.managementKeys;
   }
 }

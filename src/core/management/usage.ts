@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { UsageFilter, UsageRecord } from '../../store/usage.js';
-import type { Store } from '../../store/store.js';
+import type { Store } from '../../store/types.js';
 
 export type UsageListener = (record: UsageRecord) => void;
 
@@ -17,7 +17,7 @@ export class UsageService {
     this.feed.setMaxListeners(0);
   }
 
-  list(filter: UsageFilter): UsageRecord[] {
+  async list(filter: UsageFilter): Promise<UsageRecord[]> {
     return this.store.usage.list(filter);
   }
 

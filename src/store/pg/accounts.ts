@@ -5,7 +5,7 @@ import type { PgSql } from './db.js';
 
 /**
  * Accounts, keys and ended sessions on PostgreSQL (issue 16): the SQLite repos' contracts,
- * async. Not wired into the daemon yet.
+ * async (PgStore, store.ts).
  */
 
 export class PgAccounts {

@@ -1,4 +1,5 @@
 import { toEntry, type ChargeInput, type CreditInput, type LedgerEntry, type LedgerKind, type LedgerRow } from '../ledger.js';
+import { isUniqueViolation } from '../errors.js';
 import type { PgSql } from './db.js';
 
 /**
@@ -7,14 +8,8 @@ import type { PgSql } from './db.js';
  * its UPDATE, so concurrent writers to one wallet serialize and every `balance_after` is
  * exact. One top-up per reference and one charge per request id are the unique indexes'
  * (a race between two daemons ends with one entry and the other replayed).
- *
- * Not wired into the daemon yet: the store interface it plugs into is the next step.
  */
 
-/** A unique index said no (a reference or a request id already in the ledger). */
-function isUniqueViolation(error: unknown): boolean {
-  return (error as { code?: unknown }).code === '23505';
-}
 
 type Tx = PgSql;
 
@@ -85,6 +80,32 @@ export class PgLedger {
       for (const [keyId, total] of [...perKey].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) await tx`UPDATE api_keys SET spent_micros = spent_micros + ${total} WHERE id = ${keyId}`;
       if (more) await more(tx);
     });
+  }
+
+  /** One charge, once per request id (a second returns the first entry). */
+  async charge(input: ChargeInput): Promise<{ entry: LedgerEntry; replayed: boolean }> {
+    if (!Number.isSafeInteger(input.amountMicros) || input.amountMicros < 0) throw new RangeError('charge amount must be a non-negative integer of µINR');
+    try {
+      return await this.sql.begin(async (raw) => {
+        const tx = raw as unknown as Tx;
+        const entry = await append(tx, 'charge', input.accountId, -input.amountMicros, {
+          reference: null,
+          note: null,
+          created_by: null,
+          request_id: input.requestId,
+          api_key_id: input.apiKeyId ?? null,
+          now: input.now,
+        });
+        if (input.apiKeyId && input.amountMicros > 0) await tx`UPDATE api_keys SET spent_micros = spent_micros + ${input.amountMicros} WHERE id = ${input.apiKeyId}`;
+        return { entry, replayed: false };
+      });
+    } catch (error) {
+      if (isUniqueViolation(error)) {
+        const [row] = await this.sql<LedgerRow[]>`SELECT * FROM ledger WHERE request_id = ${input.requestId} AND kind = 'charge'`;
+        if (row) return { entry: toEntry(row), replayed: true };
+      }
+      throw error;
+    }
   }
 
   async byReference(accountId: string, kind: LedgerKind, reference: string): Promise<LedgerEntry | undefined> {

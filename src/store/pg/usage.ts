@@ -4,7 +4,7 @@ import type { PgSql } from './db.js';
 /**
  * Usage rows on PostgreSQL (issue 16): the SQLite `UsageRepo` contract, async. Rows go in
  * with their settlement batch (`insertMany` inside `PgLedger.chargeMany`'s transaction), so a
- * charge never exists without its row. Not wired into the daemon yet.
+ * charge never exists without its row.
  */
 
 /** The columns of a new row, defaults filled as the SQLite repo fills them. */

@@ -1,0 +1,158 @@
+import type { KeyKind } from '../core/keys.js';
+import type { Account, Role } from './accounts.js';
+import type { KeyChanges, KeyRecord, NewKey } from './keys.js';
+import type { ChargeInput, CreditInput, LedgerEntry, LedgerKind } from './ledger.js';
+import type { NewUsage, UsageDay, UsageFilter, UsageRecord, UsageTop, UsageTotals } from './usage.js';
+
+/**
+ * The store the gateway runs on, with two implementations: SQLite (`store.ts`, the embedded
+ * default, one file on one host) and PostgreSQL (`pg/store.ts`, shared by daemons on many
+ * hosts). Nothing outside `src/store/` writes SQL or knows which one it has.
+ *
+ * Methods answer `Awaitable<T>`: SQLite (better-sqlite3) answers synchronously, PostgreSQL
+ * with a promise; callers always `await`, and the embedded default pays no promise for it.
+ */
+export type Awaitable<T> = T | Promise<T>;
+
+export interface NewAccount {
+  id: string;
+  email: string;
+  name: string;
+  passwordHash: string | null;
+  role: Role;
+  now: number;
+}
+
+export interface AccountStore {
+  /** A taken e-mail (whatever its case) throws an error `isUniqueViolation` recognizes. */
+  insert(input: NewAccount): Awaitable<Account>;
+  byId(id: string): Awaitable<Account | undefined>;
+  byEmail(email: string): Awaitable<Account | undefined>;
+  list(limit: number, offset: number): Awaitable<Account[]>;
+  countAdmins(): Awaitable<number>;
+}
+
+export interface KeyStore {
+  readonly kind: KeyKind;
+  insert(key: NewKey): Awaitable<KeyRecord>;
+  /** `spentMicros` includes calls settled but not yet in the ledger (the read barrier). */
+  byId(id: string): Awaitable<KeyRecord | undefined>;
+  byHash(hash: string): Awaitable<KeyRecord | undefined>;
+  listByAccount(accountId: string): Awaitable<KeyRecord[]>;
+  update(id: string, changes: KeyChanges): Awaitable<KeyRecord | undefined>;
+  /** Sets revoked_at once; revoking again keeps the first time. */
+  revoke(id: string, now: number): Awaitable<KeyRecord | undefined>;
+  touchMany(entries: Iterable<[string, number]>): Awaitable<void>;
+}
+
+export interface LedgerStore {
+  /**
+   * Adds money, the balance in the same transaction. With a reference, a second call (from
+   * any daemon) returns the first entry instead of applying again (`replayed: true`).
+   */
+  credit(kind: 'topup' | 'refund', input: CreditInput): Awaitable<{ entry: LedgerEntry; replayed: boolean }>;
+  /**
+   * Takes money for one request, at most once per request id (a second call returns the first
+   * entry, `replayed: true`); the key's `spent` grows with it. (Calls are settled in batches
+   * through `Store.settle`; this is the single charge, for tools and repairs.)
+   */
+  charge(input: ChargeInput): Awaitable<{ entry: LedgerEntry; replayed: boolean }>;
+  byReference(accountId: string, kind: LedgerKind, reference: string): Awaitable<LedgerEntry | undefined>;
+  /** Newest first; `before` is an entry id for paging. */
+  list(accountId: string, limit: number, before?: number): Awaitable<LedgerEntry[]>;
+  /** The ledger's sum for the account (consistency checks against the stored balance). */
+  sum(accountId: string): Awaitable<number>;
+}
+
+export interface UsageStore {
+  /** Whether a call's row is in (its charge, if any, went in with it). */
+  has(requestId: string): Awaitable<boolean>;
+  /** Newest first. */
+  list(filter: UsageFilter): Awaitable<UsageRecord[]>;
+  totals(accountId: string, since: number, until: number): Awaitable<UsageTotals>;
+  daily(accountId: string, since: number): Awaitable<UsageDay[]>;
+  top(accountId: string, since: number, by: 'key' | 'model', limit: number): Awaitable<UsageTop[]>;
+}
+
+export interface SessionStore {
+  revoke(jti: string, accountId: string, expiresAt: number): Awaitable<void>;
+  isRevoked(jti: string): Awaitable<boolean>;
+  purge(now: number): Awaitable<number>;
+}
+
+export interface Funds {
+  balanceMicros: number;
+  key: { budgetMicros: number | null; spentMicros: number } | undefined;
+}
+
+/**
+ * Reads that show money pass it first: it applies this process's settled calls that are not
+ * in the ledger yet (SQLite's batches; see core/gateway/settlement.ts). True when it applied
+ * something. PostgreSQL commits each call before its answer ends, so nothing waits there.
+ */
+export interface ReadBarrierLike {
+  set(hook: (() => boolean) | undefined): void;
+  pass(): boolean;
+}
+
+/**
+ * What a store on a local file also offers: synchronous writes, for the billing journal's
+ * batches (settled calls are journaled on this host before their answers end, applied to
+ * the database a few milliseconds later). A store without it (PostgreSQL) is written before
+ * each answer ends, the calls that end together in one commit.
+ */
+export interface LocalWrites {
+  /** The database file; the billing journal lives beside it. */
+  readonly path: string;
+  settle(charges: readonly ChargeInput[], rows: readonly NewUsage[]): UsageRecord[];
+  hasUsage(requestId: string): boolean;
+}
+
+export interface Store {
+  readonly backend: 'sqlite' | 'postgres';
+  readonly accounts: AccountStore;
+  readonly apiKeys: KeyStore;
+  readonly managementKeys: KeyStore;
+  readonly ledger: LedgerStore;
+  readonly usage: UsageStore;
+  readonly sessions: SessionStore;
+  readonly barrier: ReadBarrierLike;
+  /** Present for SQLite: see LocalWrites. */
+  readonly local: LocalWrites | undefined;
+  /** A short description for logs (a file path, or a URL without its password). */
+  readonly description: string;
+
+  /**
+   * What admission reads for a call, in one round trip: the wallet balance and the API key's
+   * budget and spend (`key` undefined when the key is not the account's). Undefined when the
+   * account does not exist.
+   */
+  funds(accountId: string, apiKeyId: string): Awaitable<Funds | undefined>;
+
+  /**
+   * Settled calls into the ledger, in one transaction: the charges (one per request id: a
+   * second throws a unique violation and nothing is written), balances, key spend, usage rows.
+   */
+  settle(charges: readonly ChargeInput[], rows: readonly NewUsage[]): Awaitable<UsageRecord[]>;
+
+  /**
+   * The first admin account and its management key, in one transaction that refuses (answers
+   * undefined) when any admin exists, even with several daemons starting at once.
+   */
+  createFirstAdmin(account: NewAccount, key: NewKey): Awaitable<{ account: Account; key: KeyRecord } | undefined>;
+
+  /** Remember admission's funds between calls: only for a daemon that is the store's only writer. */
+  cacheFunds(): void;
+
+  /**
+   * Keeps other daemons off the store while this one runs: `alone` (no Redis: limits and holds
+   * in this process's memory) excludes every other daemon; `shared` (Redis) admits any
+   * number of shared ones. Throws when refused; the lock dies with the process.
+   */
+  lockServing(mode: 'alone' | 'shared'): Awaitable<{ release(): Awaitable<void> } | undefined>;
+
+  /** Proves the store can be read and written now. */
+  ping(): Awaitable<void>;
+
+  close(): Promise<void>;
+}
