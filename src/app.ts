@@ -88,7 +88,7 @@ export function createApp(config: GatewayConfig, store: Store, redis: Redis | un
   const keyAuth = { api: new KeyAuthenticator(store.apiKeys), management: new KeyAuthenticator(store.managementKeys) };
   const prefix = config.redis?.keyPrefix ?? 'gateway:';
   const limiter: RateLimiter = redis ? new RedisRateLimiter(redis, prefix) : new MemoryRateLimiter();
-  const redisHolds = redis ? new RedisHoldStore(redis, prefix, instanceId(config)) : undefined;
+  const redisHolds = redis ? new RedisHoldStore(redis, prefix, instanceId(config), config.redis?.holdLeaseMs) : undefined;
   const holds: HoldStore = redisHolds ?? new MemoryHoldStore();
   const usage = new UsageService(store);
   const catalog = new Catalog(config.models);

@@ -37,10 +37,17 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   logFlush.unref();
   // Without Redis this daemon must be the database's only one (serving-lock.ts); it then
   // also remembers admission's funds between calls.
+  /** Set once the daemon can stop (below): what losing the serving lock calls. */
+  let lost: (() => Promise<void>) | undefined;
   const store: Store = await openStore(config.database, { onCheckpointError: (message) => logger.warn({ err: { message } }, 'WAL checkpoint failed') });
   let servingLock: Awaited<ReturnType<Store['lockServing']>>;
   try {
-    servingLock = await store.lockServing(config.redis ? 'shared' : 'alone');
+    servingLock = await store.lockServing(config.redis ? 'shared' : 'alone', (reason) => {
+      // Serving on would break the one-daemon rule the lock keeps (limits and holds in memory).
+      logger.fatal({ reason }, 'lost the serving lock to another daemon: stopping');
+      process.exitCode = 1;
+      void lost?.();
+    });
   } catch (error) {
     await store.close();
     throw error;
@@ -149,6 +156,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     })();
     return closing;
   };
+  lost = close;
   return { app, server, url, close };
 }
 

@@ -104,7 +104,7 @@ export function buildConfig(userRaw: unknown, options: BuildOptions): GatewayCon
 
   const server = readSection(raw.server, 'server', ['host', 'port', 'max_body_size', 'shutdown_timeout', 'trust_proxy', 'public_url'], problems);
   const database = readSection(raw.database, 'database', ['path', 'url', 'pool_size', 'busy_timeout', 'billing_batch_window'], problems);
-  const redis = readSection(raw.redis, 'redis', ['url', 'key_prefix'], problems);
+  const redis = readSection(raw.redis, 'redis', ['url', 'key_prefix', 'hold_lease'], problems);
   const auth = readSection(raw.auth, 'auth', ['jwt_secret', 'session_ttl', 'bcrypt_rounds', 'allow_signup', 'cookie_secure', 'login'], problems);
   const login = readSection(auth.login, 'auth.login', ['max_failures', 'window'], problems);
   const logging = readSection(raw.logging, 'logging', ['level'], problems);
@@ -158,7 +158,7 @@ export function buildConfig(userRaw: unknown, options: BuildOptions): GatewayCon
   };
   if (jwtSecret !== undefined) config.auth.jwtSecret = jwtSecret;
   if (redisUrl !== undefined) {
-    config.redis = { url: redisUrl, keyPrefix: readString(redis, 'key_prefix', 'redis', problems) ?? 'gateway:' };
+    config.redis = { url: redisUrl, keyPrefix: readString(redis, 'key_prefix', 'redis', problems) ?? 'gateway:', holdLeaseMs: readDuration(redis, 'hold_lease', 'redis', problems, 180_000, 3000) };
   }
   if (problems.lines.length > 0) throw new ConfigError(options.source, problems.lines);
   return deepFreeze(config);

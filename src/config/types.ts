@@ -192,7 +192,7 @@ export interface GatewayConfig {
     /** How long settled calls wait to be written to the ledger together (settlement.ts). */
     billingBatchMs: number;
   };
-  redis?: { url: string; keyPrefix: string };
+  redis?: { url: string; keyPrefix: string; /** How long a stopped daemon's wallet holds outlive it. */ holdLeaseMs: number };
   /** Response caching (src/core/cache/): off unless `cache.enabled`. */
   cache: CacheConfig;
   auth: {

@@ -147,9 +147,10 @@ export interface Store {
   /**
    * Keeps other daemons off the store while this one runs: `alone` (no Redis: limits and holds
    * in this process's memory) excludes every other daemon; `shared` (Redis) admits any
-   * number of shared ones. Throws when refused; the lock dies with the process.
+   * number of shared ones. Throws when refused; the lock dies with the process. `onLost`: the
+   * lock was lost and another daemon took it (the daemon must stop serving).
    */
-  lockServing(mode: 'alone' | 'shared'): Awaitable<{ release(): Awaitable<void> } | undefined>;
+  lockServing(mode: 'alone' | 'shared', onLost?: (reason: string) => void): Awaitable<{ release(): Awaitable<void> } | undefined>;
 
   /** Proves the store can be read and written now. */
   ping(): Awaitable<void>;

@@ -6,7 +6,7 @@ import { fundedKey, simulatedProviders, startTestGateway } from '../support/gate
 import { ProviderSimulator } from '../support/simulator/server.js';
 
 import { REDIS_URL, redisSkipReason } from '../support/redis.js';
-import { breakStore, storeIsOpen } from '../support/store.js';
+import { breakStore, storeIsOpen, TEST_BACKEND } from '../support/store.js';
 
 t.test('health, readiness and the HTTP basics (no Redis)', async (t) => {
   const gw = await startTestGateway();
@@ -140,7 +140,7 @@ t.test('graceful shutdown lets an in-flight request finish, then refuses', async
   t.equal(storeIsOpen(gw), false, 'the store is closed');
 });
 
-t.test('readiness: not ready while the ledger does not take the settled calls', async (t) => {
+t.test('readiness: not ready while the ledger does not take the settled calls', { skip: TEST_BACKEND === 'postgres' ? 'SQLite\'s billing journal and write lock (PostgreSQL: test/e2e/postgres-daemons.test.ts)' : false }, async (t) => {
   const sim = await ProviderSimulator.start();
   t.teardown(() => sim.close());
   const gw = await startTestGateway({ database: { busy_timeout: '50ms', billing_batch_window: '10ms' }, providers: simulatedProviders(sim.url) });

@@ -124,11 +124,11 @@ t.test('last use of a key is recorded without a write per request', async (t) =>
   const before = Date.now();
   await gw.http('GET', '/v1/credits', { token: key.body.api_key });
   t.equal((await gw.app.store.apiKeys.byId(key.body.id))?.lastUsedAt, null, 'not written on the request path');
-  gw.app.keyAuth.api.flushLastUsed();
+  await gw.app.keyAuth.api.flushLastUsed();
   t.ok(((await gw.app.store.apiKeys.byId(key.body.id))?.lastUsedAt ?? 0) >= before, 'written by the periodic flush');
 
   const tool = await gw.http('POST', '/api/management/accounts/me/management-keys', { token: gw.adminKey, body: { name: 'tool' } });
   t.equal((await gw.http('GET', '/v1/credits', { token: tool.body.management_key })).status, 403);
-  gw.app.keyAuth.management.flushLastUsed();
+  await gw.app.keyAuth.management.flushLastUsed();
   t.equal((await gw.app.store.managementKeys.byId(tool.body.id))?.lastUsedAt, null, 'a key refused for the surface is not recorded as used');
 });

@@ -1,36 +1,10 @@
-import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { PACKAGE_ROOT } from '../../src/config/load.js';
 import Database from 'better-sqlite3';
 import { httpClient, simulatedProviders, tempDir, TEST_JWT_SECRET } from '../support/gateway.js';
-import { runCli } from '../support/cli.js';
+import { runCli, serve, type Running } from '../support/cli.js';
 import { ProviderSimulator } from '../support/simulator/server.js';
-
-const BIN = join(PACKAGE_ROOT, 'bin/gateway.js');
-
-interface Running {
-  url: Promise<string>;
-  exit: Promise<{ code: number | null; stdout: string; stderr: string }>;
-  kill(signal: NodeJS.Signals): void;
-}
-
-function serve(args: string[], env: NodeJS.ProcessEnv = {}): Running {
-  const child = spawn(process.execPath, [BIN, 'serve', ...args], { cwd: PACKAGE_ROOT, env: { ...process.env, CI: 'true', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  let resolveUrl: (url: string) => void = () => {};
-  const url = new Promise<string>((resolve) => (resolveUrl = resolve));
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
-    const match = /"url":"(http:\/\/[^"]+)"[^\n]*"msg":"gateway listening"/.exec(stdout);
-    if (match) resolveUrl(match[1] as string);
-  });
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exit = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.on('exit', (code) => resolve({ code, stdout, stderr })));
-  return { url, exit, kill: (signal) => child.kill(signal) };
-}
 
 t.test('serve: starts ready, stops gracefully on SIGTERM', async (t) => {
   const dir = tempDir();

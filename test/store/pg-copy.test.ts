@@ -17,7 +17,7 @@ const skip = postgresSkipReason();
 t.test('an SQLite deployment copied into PostgreSQL: every row, every rupee; refusals', { skip }, async (t) => {
   const sim = await ProviderSimulator.start();
   t.teardown(() => sim.close());
-  const gw = await startTestGateway({ providers: simulatedProviders(sim.url) });
+  const gw = await startTestGateway({ providers: simulatedProviders(sim.url) }, {}, { backend: 'sqlite' });
   const alice = await fundedKey(gw, { balance: 25 });
   const bob = await fundedKey(gw, { balance: 7.5 });
   for (const who of [alice, bob, alice]) {

@@ -64,3 +64,26 @@ export async function closedPort(): Promise<number> {
   await new Promise<void>((done) => server.close(() => done()));
   return port;
 }
+
+export interface Running {
+  url: Promise<string>;
+  exit: Promise<{ code: number | null; stdout: string; stderr: string }>;
+  kill(signal: NodeJS.Signals): void;
+}
+
+/** `gateway serve` as a child process (its URL once it logs that it listens). */
+export function serve(args: string[], env: NodeJS.ProcessEnv = {}): Running {
+  const child = spawn(process.execPath, [BIN, 'serve', ...args], { cwd: ROOT, env: { ...process.env, CI: 'true', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  let resolveUrl: (url: string) => void = () => {};
+  const url = new Promise<string>((resolve) => (resolveUrl = resolve));
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+    const match = /"url":"(http:\/\/[^"]+)"[^\n]*"msg":"gateway listening"/.exec(stdout);
+    if (match) resolveUrl(match[1] as string);
+  });
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exit = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.on('exit', (code) => resolve({ code, stdout, stderr })));
+  return { url, exit, kill: (signal) => child.kill(signal) };
+}

@@ -83,11 +83,14 @@ export function httpClient(baseUrl: string): Http {
   };
 }
 
-/** `logger`: the daemon's logger, to read its log lines (silent by default). */
-export async function startTestGateway(raw: Record<string, unknown> = {}, env: NodeJS.ProcessEnv = {}, options: { logger?: Logger } = {}): Promise<TestGateway> {
+/**
+ * `logger`: the daemon's logger, to read its log lines (silent by default); `backend`: the
+ * store, when a test needs one (default: TEST_BACKEND).
+ */
+export async function startTestGateway(raw: Record<string, unknown> = {}, env: NodeJS.ProcessEnv = {}, options: { logger?: Logger; backend?: 'sqlite' | 'postgres' } = {}): Promise<TestGateway> {
   const dir = tempDir();
   let dropDatabase: (() => Promise<void>) | undefined;
-  if (TEST_BACKEND === 'postgres') {
+  if ((options.backend ?? TEST_BACKEND) === 'postgres') {
     const { scratchDatabase } = await import('./postgres.js');
     const database = await scratchDatabase();
     postgresOfDir.set(dir.path, database.url);

@@ -3,6 +3,7 @@ import type { ModelConfig } from '../../config/types.js';
 import type { Usage } from '../canonical.js';
 import type { HoldRef, HoldStore } from '../limits/holds.js';
 import type { UsageService } from '../management/usage.js';
+import { GatewayError, isGatewayError } from '../errors.js';
 import { costMicros } from '../pricing.js';
 import { BillingJournal, orphanJournals } from '../../store/billing-journal.js';
 import { isTransient, isUniqueViolation } from '../../store/errors.js';
@@ -197,9 +198,15 @@ export class Settlement {
       }
       await this.enqueue(cost, row, input.hold);
     } catch (error) {
-      // Not billed: the hold goes now.
+      // Not billed: the hold goes now, and the answer is not given (no call goes unbilled).
       await this.holds.release(input.hold).catch((releaseError: unknown) => this.logger.error({ err: releaseError, req_id: input.requestId }, 'could not release a hold'));
-      throw error;
+      if (isGatewayError(error)) throw error;
+      throw new GatewayError({
+        status: 503,
+        type: 'service_unavailable',
+        reason: 'billing_unavailable',
+        message: 'the call could not be recorded in the ledger (the database is unavailable), so its answer is withheld and it is not billed: retry shortly',
+      });
     }
     return { costMicros: cost, row };
   }

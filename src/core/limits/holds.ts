@@ -236,8 +236,8 @@ end
 return n
 `;
 
-const LEASE_MS = 180_000;
-const RENEW_EVERY_MS = 60_000;
+/** How long a hold outlives a daemon that stopped renewing it (redis.hold_lease). */
+export const DEFAULT_LEASE_MS = 180_000;
 const PURGE_EVERY_MS = 5_000;
 /** How long lowered holds wait to share one SHRINK script. */
 const SHRINK_COALESCE_MS = 5;
@@ -256,11 +256,16 @@ export class RedisHoldStore implements HoldStore {
   private readonly leases: string;
   private readonly scripts: Record<'admit' | 'acquire' | 'release' | 'releaseMany' | 'shrink' | 'held' | 'purge' | 'renew' | 'clear', RedisScript>;
 
+  /** A third of the lease: a lease survives two missed renewals. */
+  private readonly renewEveryMs: number;
+
   constructor(
     redis: Redis,
     private readonly prefix: string,
     private readonly instance: string,
+    private readonly leaseMs = DEFAULT_LEASE_MS,
   ) {
+    this.renewEveryMs = Math.max(1000, Math.floor(leaseMs / 3));
     this.leases = `${prefix}${HOLD_KEYS}leases`;
     this.scripts = {
       admit: defineScript(redis, 'gatewayAdmit', 4, ADMIT),
@@ -273,9 +278,9 @@ export class RedisHoldStore implements HoldStore {
       renew: defineScript(redis, 'gatewayHoldRenew', 1, RENEW),
       clear: defineScript(redis, 'gatewayHoldClear', 1, CLEAR_INSTANCE),
     };
-    this.timer = setInterval(() => void this.renew(), RENEW_EVERY_MS);
+    this.timer = setInterval(() => void this.renew(), this.renewEveryMs);
     this.timer.unref();
-    this.purgeTimer = setInterval(() => void this.purgeExpired(), PURGE_EVERY_MS);
+    this.purgeTimer = setInterval(() => void this.purgeExpired(), Math.min(PURGE_EVERY_MS, this.renewEveryMs));
     this.purgeTimer.unref();
   }
 
@@ -287,7 +292,7 @@ export class RedisHoldStore implements HoldStore {
   async acquire(hold: HoldRef): Promise<HoldTotals> {
     const member = this.leaseMember(hold);
     this.mine.set(hold.id, member);
-    const reply = (await this.scripts.acquire(...this.keys(hold.accountId, hold.keyId), hold.id, hold.amountMicros, member, LEASE_MS)) as number[];
+    const reply = (await this.scripts.acquire(...this.keys(hold.accountId, hold.keyId), hold.id, hold.amountMicros, member, this.leaseMs)) as number[];
     return { accountHeldMicros: Number(reply[0]), keyHeldMicros: Number(reply[1]) };
   }
 
@@ -301,7 +306,7 @@ export class RedisHoldStore implements HoldStore {
     this.mine.set(hold.id, member);
     let reply: unknown[];
     try {
-      reply = (await this.scripts.admit(windowKey(this.prefix, keyId), account, key, leases, limit, WINDOW_MS, requestId, hold.id, hold.amountMicros, member, LEASE_MS)) as unknown[];
+      reply = (await this.scripts.admit(windowKey(this.prefix, keyId), account, key, leases, limit, WINDOW_MS, requestId, hold.id, hold.amountMicros, member, this.leaseMs)) as unknown[];
     } catch (error) {
       this.mine.delete(hold.id);
       throw error;
@@ -390,7 +395,7 @@ export class RedisHoldStore implements HoldStore {
   private async renew(): Promise<void> {
     if (this.mine.size === 0) return;
     try {
-      await this.scripts.renew(this.leases, LEASE_MS, ...this.mine.values());
+      await this.scripts.renew(this.leases, this.leaseMs, ...this.mine.values());
     } catch {
       // Redis unreachable: the next renewal tries again; leases are three renewals long.
     }

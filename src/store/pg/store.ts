@@ -1,4 +1,4 @@
-import type { ReservedSql } from 'postgres';
+import postgres from 'postgres';
 import type { Account } from '../accounts.js';
 import type { KeyRecord, NewKey } from '../keys.js';
 import type { ChargeInput } from '../ledger.js';
@@ -13,6 +13,8 @@ import { PgUsage } from './usage.js';
 const FIRST_ADMIN_LOCK = 0x67617465696en; // "gatein"
 /** Held for a daemon's life: exclusive without Redis, shared with it. */
 const SERVING_LOCK = 0x676174657376n; // "gatesv"
+/** How often the serving lock's session is checked. */
+const LOCK_CHECK_MS = 3000;
 
 /** Nothing waits for a barrier here: every settled call is committed before its answer ends. */
 const NO_BARRIER: ReadBarrierLike = {
@@ -35,12 +37,14 @@ export class PgStore implements Store {
   readonly sessions: PgSessions;
   readonly barrier = NO_BARRIER;
   readonly local = undefined;
+  readonly description: string;
   private closed = false;
 
   constructor(
     readonly sql: PgSql,
-    readonly description: string,
+    private readonly url: string,
   ) {
+    this.description = redactUrl(url);
     this.accounts = new PgAccounts(sql);
     this.apiKeys = new PgKeys(sql, 'api');
     this.managementKeys = new PgKeys(sql, 'management');
@@ -58,7 +62,7 @@ export class PgStore implements Store {
       await sql.end({ timeout: 1 }).catch(() => undefined);
       throw error;
     }
-    return new PgStore(sql, redactUrl(url));
+    return new PgStore(sql, url);
   }
 
   async funds(accountId: string, apiKeyId: string): Promise<Funds | undefined> {
@@ -93,33 +97,65 @@ export class PgStore implements Store {
   cacheFunds(): void {}
 
   /**
-   * A session-level advisory lock on a connection kept for the daemon's life: PostgreSQL drops
-   * it when that connection ends, a daemon that dies included (within TCP keepalive).
+   * A session-level advisory lock, on a connection of its own kept for the daemon's life:
+   * PostgreSQL drops it when that session ends, a dead daemon's included (as soon as the
+   * server sees the connection gone; TCP keepalive bounds it for a lost host). The session is
+   * checked every few seconds; when it was cut (a server restart, a network cut), the lock is
+   * taken again on a new one, and `onLost` is told if another daemon took it meanwhile.
    */
-  async lockServing(mode: 'alone' | 'shared'): Promise<{ release(): Promise<void> }> {
-    const connection: ReservedSql<{ bigint: number }> = await this.sql.reserve();
-    const [row] =
-      mode === 'alone'
-        ? await connection<Array<{ locked: boolean }>>`SELECT pg_try_advisory_lock(${String(SERVING_LOCK)}::bigint) AS locked`
-        : await connection<Array<{ locked: boolean }>>`SELECT pg_try_advisory_lock_shared(${String(SERVING_LOCK)}::bigint) AS locked`;
-    if (!row?.locked) {
-      connection.release();
-      throw new Error(
+  async lockServing(mode: 'alone' | 'shared', onLost: (reason: string) => void = () => undefined): Promise<{ release(): Promise<void> }> {
+    const client = postgres(this.url, { max: 1, connect_timeout: 5, onnotice: () => undefined, idle_timeout: 0 });
+    const take = async (): Promise<{ locked: boolean; pid: number }> => {
+      const [row] =
         mode === 'alone'
-          ? `another gateway daemon is serving ${this.description}: without redis configured only one daemon may serve a database (configure redis on every daemon to run several)`
-          : `a gateway daemon without redis is serving ${this.description}: stop it, or configure redis on it too, before starting more daemons on this database`,
-      );
+          ? await client<Array<{ locked: boolean; pid: number }>>`SELECT pg_try_advisory_lock(${String(SERVING_LOCK)}::bigint) AS locked, pg_backend_pid() AS pid`
+          : await client<Array<{ locked: boolean; pid: number }>>`SELECT pg_try_advisory_lock_shared(${String(SERVING_LOCK)}::bigint) AS locked, pg_backend_pid() AS pid`;
+      return row ?? { locked: false, pid: -1 };
+    };
+    const refused = () =>
+      mode === 'alone'
+        ? `another gateway daemon is serving ${this.description}: without redis configured only one daemon may serve a database (configure redis on every daemon to run several)`
+        : `a gateway daemon without redis is serving ${this.description}: stop it, or configure redis on it too, before starting more daemons on this database`;
+    let held: { locked: boolean; pid: number };
+    try {
+      held = await take();
+    } catch (error) {
+      await client.end({ timeout: 1 }).catch(() => undefined);
+      throw error;
     }
-    let released = false;
+    if (!held.locked) {
+      await client.end({ timeout: 1 }).catch(() => undefined);
+      throw new Error(refused());
+    }
+    let stopped = false;
+    let checking = false;
+    const check = async (): Promise<void> => {
+      if (stopped || checking) return;
+      checking = true;
+      try {
+        const [row] = await client<Array<{ pid: number }>>`SELECT pg_backend_pid() AS pid`;
+        if (stopped || row?.pid === held.pid) return;
+        // A new session: the old one (and its lock) is gone. Take the lock again.
+        held = await take();
+        if (!held.locked && !stopped) {
+          stopped = true;
+          onLost(refused());
+        }
+      } catch {
+        // The database is unreachable: checked again on the next tick (readiness reports it).
+      } finally {
+        checking = false;
+      }
+    };
+    const timer = setInterval(() => void check(), LOCK_CHECK_MS);
+    timer.unref();
     return {
       release: async () => {
-        if (released) return;
-        released = true;
-        await (mode === 'alone'
-          ? connection`SELECT pg_advisory_unlock(${String(SERVING_LOCK)}::bigint)`
-          : connection`SELECT pg_advisory_unlock_shared(${String(SERVING_LOCK)}::bigint)`
-        ).catch(() => undefined);
-        connection.release();
+        if (stopped && !held.locked) return;
+        stopped = true;
+        clearInterval(timer);
+        // Ending the session drops its lock.
+        await client.end({ timeout: 2 }).catch(() => undefined);
       },
     };
   }
