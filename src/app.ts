@@ -95,10 +95,10 @@ export function createApp(config: GatewayConfig, store: Store, redis: Redis | un
   const upstream = new UpstreamClient();
   const settlement = new Settlement(store, holds, usage, logger, { applyDelayMs: config.database.billingBatchMs });
   const admitter = new Admitter(store, limiter, holds, redisHolds && ((keyId, limit, requestId, hold) => redisHolds.acquireIfAdmitted(keyId, limit, requestId, hold)));
-  const hostedImages = new HostedImages(config.database.path, logger);
+  const hostedImages = new HostedImages(config.database.path, logger, undefined, store.images);
   const media = new MediaService(config, catalog, admitter, settlement, upstream, hostedImages, logger);
   const cache = config.cache.enabled
-    ? new ResponseCache(config.cache, { databasePath: config.database.path, redis, redisPrefix: prefix, embed: promptEmbedder(config, catalog, media), logger })
+    ? new ResponseCache(config.cache, { openEntries: (limits) => store.openCache(limits, logger), redis, redisPrefix: prefix, embed: promptEmbedder(config, catalog, media), logger })
     : undefined;
   const chat = new ChatService(config, catalog, admitter, settlement, upstream, logger, cache);
   return {

@@ -6,6 +6,8 @@ import { KeysRepo } from './keys.js';
 import { LedgerRepo, type ChargeInput } from './ledger.js';
 import { UsageRepo, type NewUsage, type UsageRecord } from './usage.js';
 import { SessionsRepo } from './sessions.js';
+import type { Logger } from 'pino';
+import { CacheStore, cacheFileOf, type CacheStoreLimits } from './cache-entries.js';
 import { ServingLock } from './serving-lock.js';
 import type { Account } from './accounts.js';
 import type { KeyRecord, NewKey } from './keys.js';
@@ -84,6 +86,8 @@ const MAX_CACHED = 50_000;
 /** The SQLite store (the embedded default): one connection and a repository per table group. */
 export class SqliteStore implements Store, LocalWrites {
   readonly backend = 'sqlite' as const;
+  /** Hosted images are files beside the database (core/gateway/hosted-images.ts). */
+  readonly images = undefined;
   readonly accounts: AccountsRepo;
   readonly apiKeys: KeysRepo;
   readonly managementKeys: KeysRepo;
@@ -204,6 +208,11 @@ export class SqliteStore implements Store, LocalWrites {
 
   lockServing(mode: 'alone' | 'shared'): ServingLock | undefined {
     return ServingLock.take(this.path, mode);
+  }
+
+  /** The response cache's own file beside the database (`gateway.db` ► `gateway-cache.db`). */
+  openCache(limits: CacheStoreLimits, logger: Logger): CacheStore {
+    return CacheStore.open(cacheFileOf(this.path), limits, logger);
   }
 
   /** A trivial query: proves the file is open and readable. */

@@ -1,5 +1,7 @@
 import type { KeyKind } from '../core/keys.js';
+import type { Logger } from 'pino';
 import type { Account, Role } from './accounts.js';
+import type { CacheStoreLimits, NewEntry, StoredEntry, VectorRow } from './cache-entries.js';
 import type { KeyChanges, KeyRecord, NewKey } from './keys.js';
 import type { ChargeInput, CreditInput, LedgerEntry, LedgerKind } from './ledger.js';
 import type { NewUsage, UsageDay, UsageFilter, UsageRecord, UsageTop, UsageTotals } from './usage.js';
@@ -80,6 +82,53 @@ export interface SessionStore {
   purge(now: number): Awaitable<number>;
 }
 
+/**
+ * The response cache's entries (core/cache/response-cache.ts): SQLite keeps them in a file of
+ * their own beside the database (cache-entries.ts), PostgreSQL in a table every daemon shares
+ * (pg/cache-entries.ts). Last-use times are collected by `touch` and written in batches.
+ */
+export interface CacheEntryStore {
+  /** The SQLite file the vector index loads from at start; undefined: it loads through `vectorsAfter`. */
+  readonly file: string | undefined;
+  /** Entries and bytes as this daemon last counted them (exact on SQLite's own file). */
+  readonly size: { entries: number; bytes: number };
+  /** A live entry by its exact key. */
+  getExact(key: string, now: number): Awaitable<StoredEntry | undefined>;
+  get(id: number, now: number): Awaitable<StoredEntry | undefined>;
+  touch(id: number, now: number): void;
+  /**
+   * Stores answers in one transaction (replacing entries of the same exact key), then evicts
+   * the least recently used beyond the limits. The new ids in order, and the ids that left.
+   */
+  putMany(entries: readonly NewEntry[]): Awaitable<{ ids: number[]; removed: number[] }>;
+  delete(id: number): Awaitable<void>;
+  /** Removes every entry, or one account's; the ids removed. */
+  purge(accountId: string | undefined): Awaitable<number[]>;
+  stats(): Awaitable<{ entries: number; bytes: number; semanticEntries: number }>;
+  /** Drops expired entries and writes pending last-use times; the ids removed. */
+  sweep(now: number): Awaitable<number[]>;
+  /** Semantic entries with an id above `afterId`, in id order, 1,000 at most. */
+  vectorsAfter(afterId: number, now: number): Awaitable<VectorRow[]>;
+  /** The highest id stored (0 when empty). */
+  maxId(): Awaitable<number>;
+  /**
+   * How far below the last id seen a reader must look again for entries committed late: 0 for
+   * one file's rowids; a window for a sequence several daemons draw from concurrently.
+   */
+  readonly idLookback: number;
+  flushTouched(): Awaitable<void>;
+  close(): Awaitable<void>;
+}
+
+/** Hosted images kept in the store (PostgreSQL: shared by every host's daemons). */
+export interface ImageStore {
+  put(name: string, data: Buffer, contentType: string, expiresAt: number): Awaitable<void>;
+  /** The image while unexpired at `now`. */
+  get(name: string, now: number): Awaitable<{ data: Buffer; contentType: string; expiresAt: number } | undefined>;
+  /** Deletes the images expired at `now`; how many. */
+  sweep(now: number): Awaitable<number>;
+}
+
 export interface Funds {
   balanceMicros: number;
   key: { budgetMicros: number | null; spentMicros: number } | undefined;
@@ -119,6 +168,8 @@ export interface Store {
   readonly barrier: ReadBarrierLike;
   /** Present for SQLite: see LocalWrites. */
   readonly local: LocalWrites | undefined;
+  /** Where hosted images live; undefined: files beside the database file (one host). */
+  readonly images: ImageStore | undefined;
   /** A short description for logs (a file path, or a URL without its password). */
   readonly description: string;
 
@@ -151,6 +202,9 @@ export interface Store {
    * lock was lost and another daemon took it (the daemon must stop serving).
    */
   lockServing(mode: 'alone' | 'shared', onLost?: (reason: string) => void): Awaitable<{ release(): Awaitable<void> } | undefined>;
+
+  /** The response cache's entries (opened once, when caching is on). Throws when they cannot be opened. */
+  openCache(limits: CacheStoreLimits, logger: Logger): CacheEntryStore;
 
   /** Proves the store can be read and written now. */
   ping(): Awaitable<void>;

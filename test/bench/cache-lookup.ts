@@ -8,7 +8,7 @@ import pino from 'pino';
 import { encodeAnswer, decodeAnswer, type CachedAnswer } from '../../src/core/cache/answer.js';
 import { cacheKeys } from '../../src/core/cache/keys.js';
 import { RedisExactTier } from '../../src/core/cache/redis-exact.js';
-import { CacheStore } from '../../src/core/cache/sqlite-store.js';
+import { CacheStore } from '../../src/store/cache-entries.js';
 import type { ChatDraft } from '../../src/core/gateway/chat.js';
 import { redisReachable } from '../support/redis.js';
 import { cleanRedisPrefix } from './procs.js';

@@ -8,6 +8,8 @@ import t from 'tap';
 import { request } from 'undici';
 import { initializeFirstAdmin } from '../../src/core/management/init.js';
 import { startGateway } from '../../src/main.js';
+import { latestPgVersion } from '../../src/store/pg/db.js';
+import { PG_MIGRATIONS } from '../../src/store/pg/migrations.js';
 import { PgStore } from '../../src/store/pg/store.js';
 import { serve, type Running } from '../support/cli.js';
 import { header, postJson, until, type RawResponse } from '../support/e2e.js';
@@ -68,6 +70,11 @@ t.test('three daemons on one PostgreSQL and one Redis', { skip }, async (t) => {
         auth: { jwt_secret: TEST_JWT_SECRET, bcrypt_rounds: 4 },
         logging: { level: 'info' },
         providers: simulatedProviders(sim.url),
+        cache: {
+          enabled: true,
+          exact: { models: ['*'] },
+          semantic: { models: ['openai/gpt-4o'], embedding_model: 'openai/text-embedding-3-small', dimensions: 256, threshold: 0.95 },
+        },
       };
       writeFileSync(file, JSON.stringify(config)); // JSON is YAML
       const running = serve(['--config', file]);
@@ -77,8 +84,8 @@ t.test('three daemons on one PostgreSQL and one Redis', { skip }, async (t) => {
   );
   daemons.push(...started);
   const [a, b, c] = started as [Daemon, Daemon, Daemon];
-  const [version] = await sql<Array<{ n: bigint }>>`SELECT count(*) AS n FROM schema_migrations`;
-  t.equal(Number(version?.n), 1, 'the migrations were applied once');
+  const [version] = await sql<Array<{ n: bigint; latest: number }>>`SELECT count(*) AS n, max(version) AS latest FROM schema_migrations`;
+  t.same([Number(version?.n), version?.latest], [PG_MIGRATIONS.length, latestPgVersion()], 'the migrations were applied once each, by one of the three');
 
   const store = await PgStore.open(database.url);
   const init = await initializeFirstAdmin(store, { email: 'admin@example.com', name: 'Admin', password: 'admin-password', bcryptRounds: 4 });
@@ -185,6 +192,45 @@ t.test('three daemons on one PostgreSQL and one Redis', { skip }, async (t) => {
     await until("both calls on c's feed", () => text.includes(onA) && text.includes(onB), 5000);
     t.pass('a call on a and a call on b both reached the feed on c');
     stream.body.destroy();
+  });
+
+  await t.test('the response cache is shared: an exact hit and a paraphrase hit on other hosts', async (t) => {
+    const user = await funded(10);
+    const ask = (daemon: Daemon, content: string) => postJson(`${daemon.url}/v1/chat/completions`, { authorization: `Bearer ${user.key}` }, { model: 'openai/gpt-4o', messages: [{ role: 'user', content }] });
+    const question = 'In two sentences, explain how photosynthesis turns sunlight water and carbon dioxide into sugar and oxygen in green plants';
+    const paraphrase = 'In two sentences explain how photosynthesis turns sunlight, water and carbon dioxide into sugar and oxygen in green plants please';
+    sim.enqueue({}, { text: 'Shared across hosts.' });
+    const first = await ask(a, question);
+    t.equal(header(first, 'x-gateway-cache'), 'miss');
+    await until('the exact hit on b', async () => header(await ask(b, question), 'x-gateway-cache') === 'exact', 5000);
+    // c indexes the entries the others stored at its next look at the table (every 5 s). Asked
+    // before that, c would miss and store its own answer for the paraphrase: ask once, after.
+    await new Promise((resolve) => setTimeout(resolve, 8000));
+    const hit = await ask(c, paraphrase);
+    t.equal(header(hit, 'x-gateway-cache'), 'semantic', 'c finds the paraphrase of the question a stored');
+    t.equal(hit?.json?.choices?.[0]?.message?.content, 'Shared across hosts.', "c answers with a's answer");
+    const purged = await b.http('DELETE', `/api/management/cache?account=${user.accountId}`, { token: admin });
+    t.equal(purged.status, 200);
+    t.equal(header(await ask(c, question), 'x-gateway-cache'), 'miss', 'a purge on one daemon empties the shared table');
+  });
+
+  await t.test('an image hosted by one daemon is served by the others', async (t) => {
+    const user = await funded(10);
+    const generated = await postJson(`${a.url}/v1/images/generations`, { authorization: `Bearer ${user.key}` }, { model: 'gpt-image-1', prompt: 'a dog', quality: 'low' });
+    t.equal(generated.status, 200, generated.text.slice(0, 200));
+    const url = String(generated.json?.data?.[0]?.url ?? '');
+    const path = new URL(url).pathname;
+    t.match(path, /^\/v1\/images\/files\/[0-9a-z]+-[A-Za-z0-9_-]{43}\.png$/);
+    for (const daemon of [b, c]) {
+      const image = await request(`${daemon.url}${path}`);
+      const body = Buffer.from(await image.body.arrayBuffer());
+      t.equal(image.statusCode, 200, `${daemon.name} serves it`);
+      t.equal(image.headers['content-type'], 'image/png');
+      t.same([...body.subarray(1, 4)].map((x) => String.fromCharCode(x)).join(''), 'PNG', 'a PNG');
+    }
+    const other = await request(`${c.url}${path.replace(/-[A-Za-z0-9_-]{43}/, `-${'A'.repeat(43)}`)}`);
+    await other.body.dump();
+    t.equal(other.statusCode, 404, 'another name finds nothing');
   });
 
   await t.test('kill -9 of one daemon under load: every completed call is in the ledger, the others serve on', async (t) => {

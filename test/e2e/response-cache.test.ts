@@ -10,6 +10,8 @@ import { balanceMicros, charges, header, noHolds, postJson, until, usageRow } fr
 import { embedText, cosine } from '../support/simulator/embed.js';
 import { ProviderSimulator } from '../support/simulator/server.js';
 import { costMicros } from '../../src/core/pricing.js';
+import { CacheStore } from '../../src/store/cache-entries.js';
+import { sqlRun } from '../support/store.js';
 
 /**
  * The response cache end to end: exact hits across the three formats, as JSON and as streams;
@@ -319,7 +321,7 @@ t.test('TTL, LRU eviction by entries, and hit_price billing', async (t) => {
   await stored(small, 2);
   t.equal((await ask('question A')).response.headers.get('x-gateway-cache'), 'exact', 'A used again');
   await ask('question C');
-  await until('C stored, B evicted', () => store()?.size.entries === 2 && store()?.raw.prepare('SELECT count(*) AS n FROM cache_entries').get() !== undefined);
+  await until('C stored, B evicted', () => store()?.size.entries === 2);
   await small.app.cache?.flush();
   t.equal(store()?.size.entries, 2, 'at most max_entries');
   t.equal((await ask('question A')).response.headers.get('x-gateway-cache'), 'exact', 'A kept (recently used)');
@@ -357,6 +359,8 @@ t.test('a broken cache is a miss, never an error: corrupted entry, full disk, em
   const funded = await fundedKey(gw, { balance: 1000 });
   const store = gw.app.cache?.internals.store;
   if (!store) throw new Error('no cache store');
+  // SQLite keeps the cache in a file of its own; PostgreSQL in the gateway's database.
+  const onCache = async (query: string) => (store instanceof CacheStore ? void store.raw.prepare(query).run() : sqlRun(gw, query));
   const question = unique('Corrupt me');
   const first = await openai(funded).chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: question }] });
   await until('stored', async () => {
@@ -364,28 +368,31 @@ t.test('a broken cache is a miss, never an error: corrupted entry, full disk, em
     return header(r, 'x-gateway-cache') === 'exact';
   });
   // Corrupt every entry's answer: the next lookup drops it and asks upstream.
-  store.raw.prepare("UPDATE cache_entries SET answer = '{\"v\":1,\"text\":' ").run();
+  await onCache("UPDATE cache_entries SET answer = '{\"v\":1,\"text\":' ");
   const calls = chatCalls();
   const after = await openai(funded).chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: question }] }).withResponse();
   t.equal(after.response.headers.get('x-gateway-cache'), 'miss', 'a corrupted entry is a miss');
   t.equal(after.data.choices[0]?.message.content, first.choices[0]?.message.content, 'answered upstream');
   t.equal(chatCalls(), calls + 1);
 
-  // Full disk: the cache file may not grow; calls still succeed (misses), nothing is stored.
+  // Full disk (SQLite's file; PostgreSQL's own disk is the database's): the cache file may
+  // not grow; calls still succeed (misses), nothing is stored.
   await gw.app.cache?.flush(); // the miss above stores its answer
-  const pages = store.raw.pragma('page_count', { simple: true }) as number;
-  store.raw.pragma(`max_page_count = ${pages}`);
-  t.teardown(() => store.raw.pragma('max_page_count = 1073741823'));
-  const big = 'y'.repeat(50_000);
-  const entriesBefore = (store.raw.prepare('SELECT count(*) AS n FROM cache_entries').get() as { n: number }).n;
-  for (let i = 0; i < 3; i++) {
-    sim.enqueue({ text: `${big} ${i}` });
-    const full = await postJson(`${gw.url}/v1/chat/completions`, { authorization: `Bearer ${funded.key}` }, { model: 'openai/gpt-4o', messages: [{ role: 'user', content: unique('disk full') }] });
-    t.equal(full.status, 200, 'answered while the cache cannot store');
+  if (store instanceof CacheStore) {
+    const pages = store.raw.pragma('page_count', { simple: true }) as number;
+    store.raw.pragma(`max_page_count = ${pages}`);
+    t.teardown(() => store.raw.pragma('max_page_count = 1073741823'));
+    const big = 'y'.repeat(50_000);
+    const entriesBefore = (store.raw.prepare('SELECT count(*) AS n FROM cache_entries').get() as { n: number }).n;
+    for (let i = 0; i < 3; i++) {
+      sim.enqueue({ text: `${big} ${i}` });
+      const full = await postJson(`${gw.url}/v1/chat/completions`, { authorization: `Bearer ${funded.key}` }, { model: 'openai/gpt-4o', messages: [{ role: 'user', content: unique('disk full') }] });
+      t.equal(full.status, 200, 'answered while the cache cannot store');
+    }
+    await gw.app.cache?.flush();
+    t.equal((store.raw.prepare('SELECT count(*) AS n FROM cache_entries').get() as { n: number }).n, entriesBefore, 'nothing stored: the disk was full');
+    store.raw.pragma('max_page_count = 1073741823');
   }
-  await gw.app.cache?.flush();
-  t.equal((store.raw.prepare('SELECT count(*) AS n FROM cache_entries').get() as { n: number }).n, entriesBefore, 'nothing stored: the disk was full');
-  store.raw.pragma('max_page_count = 1073741823');
 
   // The embedding model fails: the semantic lookup is skipped (a miss), the call answered.
   sim.enqueue({ error: { status: 500, message: 'embedding backend down' } });
@@ -399,7 +406,7 @@ t.test('a cache file that is not a database is set aside at start', async (t) =>
   const { mkdtempSync, writeFileSync, existsSync, readdirSync, rmSync } = await import('node:fs');
   const { join } = await import('node:path');
   const { tmpdir } = await import('node:os');
-  const { CacheStore } = await import('../../src/core/cache/sqlite-store.js');
+  const { CacheStore } = await import('../../src/store/cache-entries.js');
   const pino = (await import('pino')).default;
   const dir = mkdtempSync(join(tmpdir(), 'cache-corrupt-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -564,7 +571,7 @@ t.test('entries outlive a restart; daemons sharing the file share the semantic t
   await openai(funded, a).chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: PHOTOSYNTHESIS }] });
   await a.app.cache?.flush();
   // Daemon b learns of a's entry at its next look at the file (every 5 s; here at once).
-  b.app.cache?.syncVectors();
+  await b.app.cache?.syncVectors();
   const fromB = await openai(funded, b).chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: PARAPHRASE }] }).withResponse();
   t.equal(fromB.response.headers.get('x-gateway-cache'), 'semantic', 'the other daemon finds the paraphrase');
   t.equal(fromB.data.choices[0]?.message.content, 'Shared semantic answer');
@@ -574,7 +581,7 @@ t.test('entries outlive a restart; daemons sharing the file share the semantic t
   bClosed = true;
   const c = await startGateway(testConfig(a.dir, raw), { logger: pino({ level: 'silent' }) });
   t.teardown(() => c.close());
-  await c.app.cache?.internals.vectors?.loaded();
+  await c.app.cache?.ready();
   const fromC = await openai(funded, c).chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: PARAPHRASE }] }).withResponse();
   t.equal(fromC.response.headers.get('x-gateway-cache'), 'semantic', 'a restarted daemon serves the entries of the file');
   const redis = a.app.redis;

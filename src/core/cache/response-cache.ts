@@ -7,7 +7,8 @@ import type { CallContext, ChatDraft } from '../gateway/chat.js';
 import { decodeAnswer, encodeAnswer, fitsLimit, type CachedAnswer } from './answer.js';
 import { cacheKeys, type CacheKeys } from './keys.js';
 import { RedisExactTier } from './redis-exact.js';
-import { CacheStore, cacheFileOf, type NewEntry } from './sqlite-store.js';
+import type { NewEntry } from '../../store/cache-entries.js';
+import type { CacheEntryStore } from '../../store/types.js';
 import { VectorIndex } from './vector-index.js';
 
 /**
@@ -47,7 +48,8 @@ export interface CacheHit {
 export type PromptEmbedder = (text: string, ctx: CallContext) => Promise<Float32Array | undefined>;
 
 export interface ResponseCacheDeps {
-  databasePath: string;
+  /** The store's entries for the cache (Store.openCache: SQLite's own file, or PostgreSQL's table). */
+  openEntries: (limits: { maxEntries: number; maxBytes: number }) => CacheEntryStore;
   redis: Redis | undefined;
   redisPrefix: string;
   embed: PromptEmbedder;
@@ -61,13 +63,18 @@ const TOUCH_MS = 1000;
 const POLL_MS = 5000;
 
 export class ResponseCache {
-  private readonly store: CacheStore | undefined;
+  private readonly store: CacheEntryStore | undefined;
   private readonly redisTier: RedisExactTier | undefined;
   private readonly vectors: VectorIndex | undefined;
   private readonly timers: NodeJS.Timeout[] = [];
-  /** Highest entry id the vector index has seen from the file (entries other daemons add). */
+  /** Highest entry id the vector index has seen from the store (entries other daemons add). */
   private seenId = 0;
   private readonly ownIds = new Set<number>();
+  /** Ids indexed from the store lately (re-read below seenId, by the store's idLookback). */
+  private recentIds = new Set<number>();
+  private olderIds = new Set<number>();
+  /** The first look at the store's entries (PostgreSQL: the whole start-up load). */
+  private readonly started: Promise<void>;
   /** Per catalog model: which tiers apply (the patterns matched once). */
   private readonly tiers = new Map<string, { exact: boolean; semantic: boolean }>();
   /** Answers waiting for their batch (WRITE_BATCH_MS). */
@@ -83,18 +90,29 @@ export class ResponseCache {
   ) {
     const logger = deps.logger;
     try {
-      this.store = CacheStore.open(cacheFileOf(deps.databasePath), { maxEntries: config.maxEntries, maxBytes: config.maxBytes }, logger);
+      this.store = deps.openEntries({ maxEntries: config.maxEntries, maxBytes: config.maxBytes });
     } catch (error) {
       logger.error({ err: error }, 'the response cache could not open its file: every call is a miss');
     }
     this.redisTier = deps.redis ? new RedisExactTier(deps.redis, deps.redisPrefix) : undefined;
-    if (this.store && config.semantic.models.length > 0) {
-      this.vectors = VectorIndex.open({ ...(this.store.path === ':memory:' ? {} : { databasePath: this.store.path }), logger });
-      this.seenId = this.maxId();
-      this.every(POLL_MS, () => this.syncVectors());
-    }
-    this.every(TOUCH_MS, () => this.store?.flushTouched());
-    this.every(SWEEP_MS, () => this.sweep());
+    const store = this.store;
+    if (store && config.semantic.models.length > 0) {
+      const file = store.file;
+      // A file: the worker loads it itself, and this process indexes only what comes after.
+      // PostgreSQL: every entry comes through syncVectors, from the first id.
+      this.vectors = VectorIndex.open({ ...(file ? { databasePath: file } : {}), logger });
+      this.started = (async () => {
+        try {
+          if (file) this.seenId = await store.maxId();
+          await this.syncVectors();
+        } catch (error) {
+          logger.warn({ err: error }, 'could not read the response cache entries at start');
+        }
+      })();
+      this.every(POLL_MS, () => void this.syncVectors());
+    } else this.started = Promise.resolve();
+    this.every(TOUCH_MS, () => void this.background('could not record cache entries\' last use', () => this.store?.flushTouched()));
+    this.every(SWEEP_MS, () => void this.sweep());
   }
 
   /** The tiers enabled for a model; undefined when neither is (the cache does not apply). */
@@ -133,13 +151,13 @@ export class ResponseCache {
     try {
       const match = await this.vectors.search(semantic.partition, vector, this.config.semantic.threshold);
       if (!match) return undefined;
-      const entry = this.store.get(match.id, now);
+      const entry = await this.store.get(match.id, now);
       if (!entry) return undefined;
       const answer = decodeAnswer(entry.answer);
       if (!answer) {
-        this.corrupted(ctx, 'semantic', () => {
-          this.store?.delete(entry.id);
+        this.corrupted(ctx, 'semantic', async () => {
           this.vectors?.remove([entry.id]);
+          await this.store?.delete(entry.id);
         });
         return undefined;
       }
@@ -177,13 +195,14 @@ export class ResponseCache {
   }
 
   async close(): Promise<void> {
+    await this.started;
     await Promise.all([...this.writing]);
-    this.writeQueued();
+    await this.writeQueued();
     this.closed = true;
     for (const timer of this.timers) clearInterval(timer);
     await this.vectors?.close();
     try {
-      this.store?.close();
+      await this.store?.close();
     } catch (error) {
       this.deps.logger.warn({ err: error }, 'could not close the response cache file');
     }
@@ -197,7 +216,7 @@ export class ResponseCache {
     await this.flush();
     let removed = 0;
     if (this.store) {
-      const ids = this.store.purge(accountId);
+      const ids = await this.store.purge(accountId);
       if (ids.length > 0) this.vectors?.remove(ids);
       removed += ids.length;
     }
@@ -207,7 +226,7 @@ export class ResponseCache {
 
   /** What the cache holds now (management API). */
   async stats(): Promise<{ entries: number; bytes: number; semanticEntries: number; redis?: { entries: number; bytes: number } }> {
-    const local = this.store?.stats() ?? { entries: 0, bytes: 0, semanticEntries: 0 };
+    const local = (await this.store?.stats()) ?? { entries: 0, bytes: 0, semanticEntries: 0 };
     return this.redisTier ? { ...local, redis: await this.redisTier.stats() } : local;
   }
 
@@ -216,11 +235,17 @@ export class ResponseCache {
     // save() defers to setImmediate, write() may await Redis: let both run first.
     await new Promise((resolve) => setImmediate(resolve));
     await Promise.all([...this.writing]);
-    this.writeQueued();
+    await this.writeQueued();
+  }
+
+  /** Resolves once the semantic index holds what the store had at start (tests, the benchmark). */
+  async ready(): Promise<void> {
+    await this.started;
+    await this.vectors?.loaded();
   }
 
   /** For tests and the benchmark. */
-  get internals(): { store: CacheStore | undefined; vectors: VectorIndex | undefined } {
+  get internals(): { store: CacheEntryStore | undefined; vectors: VectorIndex | undefined } {
     return { store: this.store, vectors: this.vectors };
   }
 
@@ -233,13 +258,13 @@ export class ResponseCache {
         if (!answer) this.corrupted(ctx, 'exact', () => void this.redisTier?.delete(accountId, key).catch(() => undefined));
         return answer;
       }
-      const entry = this.store?.getExact(key, now);
+      const entry = await this.store?.getExact(key, now);
       if (!entry) return undefined;
       const answer = decodeAnswer(entry.answer);
       if (!answer) {
-        this.corrupted(ctx, 'exact', () => {
-          this.store?.delete(entry.id);
+        this.corrupted(ctx, 'exact', async () => {
           this.vectors?.remove([entry.id]);
+          await this.store?.delete(entry.id);
         });
         return undefined;
       }
@@ -289,24 +314,24 @@ export class ResponseCache {
     };
     this.queued.push({ entry, semantic });
     if (!this.writeTimer) {
-      this.writeTimer = setTimeout(() => this.writeQueued(), WRITE_BATCH_MS);
+      this.writeTimer = setTimeout(() => void this.writeQueued(), WRITE_BATCH_MS);
       this.writeTimer.unref();
     }
   }
 
-  /** The queued answers into the SQLite file, in one transaction. */
-  private writeQueued(): void {
+  /** The queued answers into the store, in one transaction. */
+  private async writeQueued(): Promise<void> {
     if (this.writeTimer) clearTimeout(this.writeTimer);
     this.writeTimer = undefined;
     const batch = this.queued;
     this.queued = [];
     if (batch.length === 0 || !this.store || this.closed) return;
     try {
-      const { ids, removed } = this.store.putMany(batch.map((queued) => queued.entry));
+      const { ids, removed } = await this.store.putMany(batch.map((queued) => queued.entry));
       if (removed.length > 0) this.vectors?.remove(removed);
       batch.forEach(({ semantic }, index) => {
         const id = ids[index];
-        if (!semantic || id === undefined) return;
+        if (!semantic || id === undefined || id < 0) return;
         this.ownIds.add(id);
         this.vectors?.add(semantic.partition, id, semantic.vector);
       });
@@ -315,49 +340,69 @@ export class ResponseCache {
     }
   }
 
-  private corrupted(ctx: CallContext, tier: string, drop: () => void): void {
+  private corrupted(ctx: CallContext, tier: string, drop: () => unknown): void {
     this.deps.logger.warn({ req_id: ctx.requestId, tier }, 'a response cache entry could not be read: dropped, a miss');
+    void this.background('could not drop a corrupted cache entry', drop);
+  }
+
+  /** Runs `work` (sync or async), logging its failure instead of throwing. */
+  private async background(what: string, work: () => unknown): Promise<void> {
     try {
-      drop();
+      await work();
     } catch (error) {
-      this.deps.logger.warn({ err: error }, 'could not drop a corrupted cache entry');
+      this.deps.logger.warn({ err: error }, what);
     }
   }
 
-  private sweep(): void {
+  private async sweep(): Promise<void> {
     try {
-      const removed = this.store?.sweep(Date.now()) ?? [];
+      const removed = (await this.store?.sweep(Date.now())) ?? [];
       if (removed.length > 0) this.vectors?.remove(removed);
     } catch (error) {
       this.deps.logger.warn({ err: error }, 'could not sweep the response cache');
     }
   }
 
-  /** Indexes the semantic entries other daemons sharing the file added since the last look (every 5 s). */
-  syncVectors(): void {
-    if (!this.store || !this.vectors) return;
+  /**
+   * Indexes the semantic entries other daemons sharing the store added since the last look
+   * (every 5 s). A store whose ids can commit out of order (PostgreSQL) is read again from
+   * `idLookback` below the last id seen; the ids indexed lately are skipped.
+   */
+  async syncVectors(): Promise<void> {
+    const store = this.store;
+    const vectors = this.vectors;
+    if (!store || !vectors || this.syncing) return;
+    this.syncing = true;
     try {
+      let after = Math.max(0, this.seenId - store.idLookback);
       for (;;) {
-        const rows = this.store.vectorsAfter(this.seenId, Date.now());
+        const rows = await store.vectorsAfter(after, Date.now());
         for (const row of rows) {
+          after = row.id;
           this.seenId = Math.max(this.seenId, row.id);
+          if (this.recentIds.has(row.id) || this.olderIds.has(row.id)) continue;
+          if (store.idLookback > 0) this.remember(row.id);
           if (this.ownIds.delete(row.id)) continue;
-          this.vectors.add(row.partition, row.id, new Float32Array(row.vector.buffer.slice(row.vector.byteOffset, row.vector.byteOffset + row.vector.byteLength)));
+          vectors.add(row.partition, row.id, new Float32Array(row.vector.buffer.slice(row.vector.byteOffset, row.vector.byteOffset + row.vector.byteLength)));
         }
         if (rows.length < 1000) break;
       }
-      for (const id of this.ownIds) if (id <= this.seenId) this.ownIds.delete(id);
+      for (const id of this.ownIds) if (id <= this.seenId - store.idLookback) this.ownIds.delete(id);
     } catch (error) {
       this.deps.logger.warn({ err: error }, 'could not read new semantic cache entries');
+    } finally {
+      this.syncing = false;
     }
   }
 
-  private maxId(): number {
-    try {
-      const rows = this.store?.raw.prepare('SELECT coalesce(max(id), 0) AS id FROM cache_entries').get() as { id: number } | undefined;
-      return rows?.id ?? 0;
-    } catch {
-      return 0;
+  private syncing = false;
+
+  /** Two generations of recently indexed ids, enough to cover the lookback window. */
+  private remember(id: number): void {
+    this.recentIds.add(id);
+    if (this.recentIds.size > 4 * (this.store?.idLookback ?? 0)) {
+      this.olderIds = this.recentIds;
+      this.recentIds = new Set();
     }
   }
 

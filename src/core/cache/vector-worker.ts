@@ -13,7 +13,7 @@
  * between chunks, so that searches arriving meanwhile are answered.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import Database from 'better-sqlite3';
+import { openVectorReader, type VectorFileReader } from '../../store/cache-entries.js';
 import hnswlib from 'hnswlib-node';
 
 const { HierarchicalNSW } = hnswlib;
@@ -343,42 +343,27 @@ function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-interface LoadRow {
-  id: number;
-  partition: string;
-  vector: Buffer;
-}
-
 /**
  * Loads the unexpired entries that have a vector, a page at a time in id order (keyset
  * pagination on the rowid, so no read transaction stays open across the yields). Entries that
  * messages added or removed meanwhile are newer than the file and are left as they are.
  */
 async function load(store: VectorStore, databasePath: string, touched: Set<number>, log: VectorStoreLog): Promise<void> {
-  let db: Database.Database;
+  let reader: VectorFileReader;
   try {
-    db = new Database(databasePath, { readonly: true, fileMustExist: true });
+    reader = openVectorReader(databasePath, LOAD_PAGE_ROWS);
   } catch (error) {
-    log('debug', 'vector index: no database to load from; starting empty', { path: databasePath, err: errorText(error) });
+    log('debug', 'vector index: no cache file (or table) to load from; starting empty', { path: databasePath, err: errorText(error) });
     return;
   }
   const started = performance.now();
   let loaded = 0;
   try {
-    let page: Database.Statement<[number, number], LoadRow>;
-    try {
-      page = db.prepare<[number, number], LoadRow>(
-        'SELECT id, partition, vector FROM cache_entries WHERE vector IS NOT NULL AND partition IS NOT NULL AND expires_at > ? AND id > ? ORDER BY id LIMIT ' + LOAD_PAGE_ROWS,
-      );
-    } catch (error) {
-      log('debug', 'vector index: no cache table to load from; starting empty', { path: databasePath, err: errorText(error) });
-      return;
-    }
     const now = Date.now();
     let after = 0;
     let sliceStarted = performance.now();
     for (;;) {
-      const rows = page.all(now, after);
+      const rows = reader.page(now, after);
       for (const row of rows) {
         after = row.id;
         if (touched.has(row.id)) continue;
@@ -399,7 +384,7 @@ async function load(store: VectorStore, databasePath: string, touched: Set<numbe
   } catch (error) {
     log('warn', 'vector index: the start-up load stopped early; the entries not loaded will miss', { err: errorText(error), loaded });
   } finally {
-    db.close();
+    reader.close();
   }
   log('info', 'vector index loaded', { entries: loaded, ms: Math.round(performance.now() - started) });
 }

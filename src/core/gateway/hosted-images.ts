@@ -4,6 +4,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
+import type { ImageStore } from '../../store/types.js';
 
 /** How long a hosted image stays reachable (OpenAI's own image URLs last as long). */
 export const HOSTED_IMAGE_TTL_MS = 60 * 60 * 1000;
@@ -17,7 +18,8 @@ const NAME = /^([0-9a-z]{1,11})-([A-Za-z0-9_-]{43})\.(png|jpeg|webp)$/;
 /**
  * Images the gateway keeps for clients that asked for URLs from a model that answers only in
  * base64 (gpt-image-1, Gemini): files in `gateway-hosted-images/` next to the database (daemons sharing it share them),
- * each served at an unguessable name for an hour, then deleted by a sweep.
+ * or, with a store that keeps them (PostgreSQL), rows every host's daemons read; each served
+ * at an unguessable name for an hour, then deleted by a sweep.
  */
 export class HostedImages {
   readonly dir: string;
@@ -27,17 +29,23 @@ export class HostedImages {
     databasePath: string,
     private readonly logger: Logger,
     private readonly ttlMs = HOSTED_IMAGE_TTL_MS,
+    private readonly shared?: ImageStore,
   ) {
     // A name of the gateway's own: the directory next to the database may be shared with anything.
     this.dir = databasePath === ':memory:' ? join(tmpdir(), `gateway-hosted-images-${process.pid}`) : join(dirname(databasePath), 'gateway-hosted-images');
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-    this.sweeper = setInterval(() => this.sweep(), Math.min(ttlMs, 10 * 60 * 1000));
+    this.sweeper = setInterval(() => (shared ? void this.sweepShared() : this.sweep()), Math.min(ttlMs, 10 * 60 * 1000));
     this.sweeper.unref();
   }
 
   /** Keeps an image; returns its file name (the last part of its URL). */
   async put(data: Buffer, mimeType: string): Promise<string> {
-    const name = `${(Date.now() + this.ttlMs).toString(36)}-${randomBytes(32).toString('base64url')}.${EXTENSIONS[mimeType] ?? 'png'}`;
+    const expiresAt = Date.now() + this.ttlMs;
+    const name = `${expiresAt.toString(36)}-${randomBytes(32).toString('base64url')}.${EXTENSIONS[mimeType] ?? 'png'}`;
+    if (this.shared) {
+      await this.shared.put(name, data, TYPES[EXTENSIONS[mimeType] ?? 'png'] ?? 'image/png', expiresAt);
+      return name;
+    }
     await writeFile(join(this.dir, name), data, { mode: 0o600 });
     return name;
   }
@@ -48,6 +56,7 @@ export class HostedImages {
     if (!match) return undefined;
     const expiresAt = parseInt(match[1] as string, 36);
     if (!(expiresAt > Date.now())) return undefined;
+    if (this.shared) return (await this.shared.get(name, Date.now())) ?? undefined;
     try {
       return { data: await readFile(join(this.dir, name)), contentType: TYPES[match[3] as string] ?? 'application/octet-stream', expiresAt };
     } catch {
@@ -75,6 +84,14 @@ export class HostedImages {
       }
     }
     return removed;
+  }
+
+  private async sweepShared(): Promise<void> {
+    try {
+      await this.shared?.sweep(Date.now());
+    } catch (error) {
+      this.logger.warn({ err: error }, 'could not delete expired hosted images');
+    }
   }
 
   close(): void {

@@ -290,7 +290,9 @@ export class Settlement {
   }
 
   private enqueue(costMicros: number, row: NewUsage, hold: HoldRef): Promise<void> {
-    if (this.closed) return Promise.reject(new Error('settlement is closed'));
+    if (this.closed) {
+      return Promise.reject(new GatewayError({ status: 503, type: 'service_unavailable', reason: 'shutting_down', message: 'the gateway is stopping (settlement is closed): retry on another instance' }));
+    }
     return new Promise((resolve, reject) => {
       this.queue.push({ costMicros, row, hold, resolve, reject });
       if (!this.flushScheduled) {

@@ -6,6 +6,10 @@ import type { Funds, NewAccount, ReadBarrierLike, Store } from '../types.js';
 import type { NewUsage, UsageRecord } from '../usage.js';
 import { PgAccounts, PgKeys, PgSessions } from './accounts.js';
 import { connectPostgres, migratePostgres, type PgOptions, type PgSql } from './db.js';
+import type { Logger } from 'pino';
+import type { CacheStoreLimits } from '../cache-entries.js';
+import { PgCacheEntries } from './cache-entries.js';
+import { PgImages } from './images.js';
 import { PgLedger } from './ledger.js';
 import { PgUsage } from './usage.js';
 
@@ -37,6 +41,7 @@ export class PgStore implements Store {
   readonly sessions: PgSessions;
   readonly barrier = NO_BARRIER;
   readonly local = undefined;
+  readonly images: PgImages;
   readonly description: string;
   private closed = false;
 
@@ -51,6 +56,7 @@ export class PgStore implements Store {
     this.ledger = new PgLedger(sql);
     this.usage = new PgUsage(sql);
     this.sessions = new PgSessions(sql);
+    this.images = new PgImages(sql);
   }
 
   /** Connects and brings the schema up to date (once, when several daemons start together). */
@@ -158,6 +164,11 @@ export class PgStore implements Store {
         await client.end({ timeout: 2 }).catch(() => undefined);
       },
     };
+  }
+
+  /** The response cache's entries, in a table every daemon shares. */
+  openCache(limits: CacheStoreLimits, logger: Logger): PgCacheEntries {
+    return new PgCacheEntries(this.sql, limits, (error) => logger.warn({ err: error }, 'could not count the response cache entries'));
   }
 
   /** Readable and writable: a read-only server (a standby after failover) is not ready. */

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, renameSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Logger } from 'pino';
+import type { CacheEntryStore } from './types.js';
 
 /**
  * The response cache's entries, in their own SQLite file next to the gateway's database
@@ -51,7 +52,8 @@ export function cacheFileOf(databasePath: string): string {
   return databasePath.endsWith('.db') ? `${databasePath.slice(0, -3)}-cache.db` : `${databasePath}-cache.db`;
 }
 
-export class CacheStore {
+export class CacheStore implements CacheEntryStore {
+  readonly idLookback = 0;
   private readonly db: Database.Database;
   private readonly byExact;
   private readonly byId;
@@ -143,6 +145,14 @@ PRAGMA user_version = ${LAYOUT};`);
       throw error;
     }
     return db;
+  }
+
+  get file(): string | undefined {
+    return this.path === ':memory:' ? undefined : this.path;
+  }
+
+  maxId(): number {
+    return (this.db.prepare('SELECT coalesce(max(id), 0) AS id FROM cache_entries').get() as { id: number }).id;
   }
 
   get size(): { entries: number; bytes: number } {
@@ -283,5 +293,26 @@ PRAGMA user_version = ${LAYOUT};`);
     const totals = this.totals.get() as { entries: number; bytes: number };
     this.entries = totals.entries;
     this.bytes = totals.bytes;
+  }
+}
+
+/** Pages of a cache file's semantic entries, read-only (the vector worker's start-up load). */
+export interface VectorFileReader {
+  /** Unexpired entries with a vector and an id above `after`, in id order. */
+  page(now: number, after: number): VectorRow[];
+  close(): void;
+}
+
+/** Throws when the file or its table is missing (the caller starts empty). */
+export function openVectorReader(path: string, pageRows: number): VectorFileReader {
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  try {
+    const page = db.prepare<[number, number], VectorRow>(
+      `SELECT id, partition, vector FROM cache_entries WHERE vector IS NOT NULL AND partition IS NOT NULL AND expires_at > ? AND id > ? ORDER BY id LIMIT ${Math.floor(pageRows)}`,
+    );
+    return { page: (now, after) => page.all(now, after), close: () => db.close() };
+  } catch (error) {
+    db.close();
+    throw error;
   }
 }
