@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pino from 'pino';
 import postgres from 'postgres';
@@ -231,6 +231,7 @@ t.test('three daemons on one PostgreSQL and one Redis', { skip }, async (t) => {
     const other = await request(`${c.url}${path.replace(/-[A-Za-z0-9_-]{43}/, `-${'A'.repeat(43)}`)}`);
     await other.body.dump();
     t.equal(other.statusCode, 404, 'another name finds nothing');
+    t.same(readdirSync(a.dir.path), ['gateway.yaml'], 'nothing kept on the host: no file beside the config');
   });
 
   await t.test('kill -9 of one daemon under load: every completed call is in the ledger, the others serve on', async (t) => {

@@ -33,7 +33,7 @@ export class HostedImages {
   ) {
     // A name of the gateway's own: the directory next to the database may be shared with anything.
     this.dir = databasePath === ':memory:' ? join(tmpdir(), `gateway-hosted-images-${process.pid}`) : join(dirname(databasePath), 'gateway-hosted-images');
-    mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+    if (!shared) mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     this.sweeper = setInterval(() => (shared ? void this.sweepShared() : this.sweep()), Math.min(ttlMs, 10 * 60 * 1000));
     this.sweeper.unref();
   }
