@@ -113,6 +113,10 @@ export function buildConfig(userRaw: unknown, options: BuildOptions): GatewayCon
 
   const dbPath = readString(database, 'path', 'database', problems, { required: true }) ?? '';
   const databaseUrl = readString(database, 'url', 'database', problems, { pattern: /^postgres(ql)?:\/\/\S+$/, rule: 'must be a postgres:// or postgresql:// URL' });
+  // An unset ${DATABASE_URL} must not quietly start a daemon on an empty local SQLite file
+  // while its peers share PostgreSQL: a split wallet. (`${VAR:-}` says "absent is fine".)
+  const unsetDatabase = databaseUrl === undefined ? problems.unsetVariables('database.url') : undefined;
+  if (unsetDatabase?.length) problems.add('database.url', `is empty (write \${${unsetDatabase[0]}:-} to fall back to SQLite when it is unset)`);
   const redisUrl = readString(redis, 'url', 'redis', problems, { pattern: /^rediss?:\/\/\S+$/, rule: 'must be a redis:// or rediss:// URL' });
   const jwtSecret = readString(auth, 'jwt_secret', 'auth', problems);
   if (jwtSecret !== undefined && jwtSecret.length < 32) problems.add('auth.jwt_secret', 'must be at least 32 characters');

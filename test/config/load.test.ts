@@ -262,3 +262,20 @@ t.test('cache: off by default, every setting validated, tiers merged over the de
   t.match(problemsOf({ cache: { semantic: { vectors: 3 } } }), [/^cache\.semantic\.vectors: unknown key/]);
   t.match(problemsOf({ cache: { max_entries: 0 } }), [/^cache\.max_entries: must be an integer from 1/]);
 });
+
+t.test('database.url selects PostgreSQL; an unset ${DATABASE_URL} is an error, not a quiet SQLite', async (t) => {
+  const secret = 'a-shared-session-secret-of-32-characters!';
+  const pg = build({ database: { url: '${DATABASE_URL}', pool_size: 25 }, auth: { jwt_secret: secret } }, { DATABASE_URL: 'postgres://gw:pw@db.internal:5432/gateway' });
+  t.equal(pg.database.url, 'postgres://gw:pw@db.internal:5432/gateway');
+  t.equal(pg.database.poolMax, 25);
+  t.equal(build({}).database.url, undefined, 'absent: SQLite (the embedded default)');
+  t.equal(build({}).database.poolMax, 10);
+  t.equal(build({ database: { url: '${DATABASE_URL:-}' } }).database.url, undefined, '${VAR:-} falls back to SQLite when unset');
+  t.throws(() => build({ database: { url: '${DATABASE_URL}' }, auth: { jwt_secret: secret } }), /database\.url: is empty \(write \$\{DATABASE_URL:-\} to fall back to SQLite when it is unset\)/);
+  t.throws(() => build({ database: { url: 'mysql://x/y' }, auth: { jwt_secret: secret } }), /database\.url: must be a postgres:\/\/ or postgresql:\/\/ URL/);
+  t.throws(() => build({ database: { url: 'postgres://db/gw' } }), /auth\.jwt_secret: is required with database\.url/, 'one session secret for every daemon');
+  t.throws(() => build({ database: { url: 'postgres://db/gw', pool_size: 0 }, auth: { jwt_secret: secret } }), /database\.pool_size: must be an integer from 1 to 200/);
+  t.equal(build({ redis: { url: 'redis://r:6379', hold_lease: '30s' } }).redis?.holdLeaseMs, 30_000, 'redis.hold_lease');
+  t.equal(build({ redis: { url: 'redis://r:6379' } }).redis?.holdLeaseMs, 180_000, 'three minutes by default');
+  t.throws(() => build({ redis: { url: 'redis://r:6379', hold_lease: '1s' } }), /redis\.hold_lease/);
+});
