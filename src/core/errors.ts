@@ -220,6 +220,8 @@ export const errors = {
     new GatewayError({ status: 503, type: 'service_unavailable', reason: 'not_ready', message: `${what} is not available` }),
   shuttingDown: () =>
     new GatewayError({ status: 503, type: 'service_unavailable', reason: 'shutting_down', message: 'the gateway is shutting down' }),
+  databaseUnavailable: () =>
+    new GatewayError({ status: 503, type: 'service_unavailable', reason: 'database_unavailable', message: 'the database did not answer: retry shortly' }),
   internal: () =>
     new GatewayError({ status: 500, type: 'api_error', reason: 'internal_error', message: 'internal error' }),
 };

@@ -6,6 +6,7 @@ import { newRequestId } from '../core/ids.js';
 import { readJson } from './body.js';
 import { sendError, sendJson, setRequestId } from './respond.js';
 import type { Router } from './router.js';
+import { isTransient } from '../store/errors.js';
 
 export interface RequestContext {
   readonly req: IncomingMessage;
@@ -136,7 +137,10 @@ export function createHttpServer(options: HttpServerOptions): Server {
 }
 
 export function toGatewayError(error: unknown): GatewayError {
-  return isGatewayError(error) ? error : errors.internal();
+  if (isGatewayError(error)) return error;
+  // The database could not answer now (a cut connection, a failover, locked past its
+  // timeout): the client may retry, unlike after a bug.
+  return isTransient(error) ? errors.databaseUnavailable() : errors.internal();
 }
 
 function hasBody(req: IncomingMessage): boolean {

@@ -307,6 +307,15 @@ t.test('three daemons on one PostgreSQL and one Redis', { skip }, async (t) => {
     }
     await until('a is ready again', async () => (await a.http('GET', '/health/ready')).status === 200, 10_000);
     t.equal((await call(a, user.key)).status, 200, 'and serves again');
+    // Every connection cut at once (a restart, a failover): the calls in progress are committed
+    // on new connections (settlement retries what failed on a dead one), each charged once.
+    const before = (await books(user.accountId)).charges.size;
+    const during = await Promise.all([reconnectAll(), ...Array.from({ length: 6 }, (_, i) => call(started[i % 2 === 0 ? 0 : 2] as Daemon, user.key))]);
+    const answers = during.slice(1) as RawResponse[];
+    t.same(answers.map((answer) => answer.status), Array(6).fill(200), `every call answered through the cut ${answers.filter((answer) => answer.status !== 200).map((answer) => answer.text.slice(0, 300)).join(' | ')}`);
+    const after = await books(user.accountId);
+    t.equal(after.charges.size, before + 6, 'and charged once each');
+    t.equal(after.balance, after.sum, 'the balance is the ledger sum');
   });
 });
 

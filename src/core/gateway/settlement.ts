@@ -81,6 +81,8 @@ interface Pending {
 const RETRY_FIRST_MS = 100;
 /** Commits in flight at once without a local journal (PostgreSQL). */
 const MAX_COMMITS = 4;
+/** Waits before trying a commit again after a transient failure (then the calls fail: 503). */
+const COMMIT_RETRY_MS = [50, 200, 500];
 const RETRY_MAX_MS = 5000;
 
 /**
@@ -374,10 +376,10 @@ export class Settlement {
     }
     const done: Queued[] = [];
     try {
-      records.push(...(await this.store.settle(charges, batch.map((queued) => queued.row))));
+      records.push(...(await this.settleRetrying(charges, batch.map((queued) => queued.row))));
       done.push(...batch);
     } catch (error) {
-      if (batch.length === 1 || isTransient(error)) {
+      if (isTransient(error)) {
         this.logger.error({ err: error, calls: batch.length }, 'could not commit settled calls to the ledger');
         for (const queued of batch) queued.reject(error);
         await this.releaseHolds(batch.map((queued) => queued.hold));
@@ -388,7 +390,7 @@ export class Settlement {
           const cost = queued.costMicros;
           const row = queued.row;
           const charge = cost > 0 ? [{ accountId: row.accountId, amountMicros: cost, requestId: row.requestId, apiKeyId: row.apiKeyId, now: row.createdAt }] : [];
-          records.push(...(await this.store.settle(charge, [row])));
+          records.push(...(await this.settleRetrying(charge, [row])));
           done.push(queued);
         } catch (rowError) {
           if (isUniqueViolation(rowError)) {
@@ -404,6 +406,25 @@ export class Settlement {
     for (const queued of done) queued.resolve();
     await this.releaseHolds(done.map((queued) => queued.hold));
     this.publish(records);
+  }
+
+  /**
+   * The store's settle, tried again after a transient failure (a dropped connection, a
+   * failover): a commit whose acknowledgement was lost is not applied twice, its request ids
+   * are unique in the ledger (the retry fails with a unique violation, and the call-by-call
+   * pass above counts it as done).
+   */
+  private async settleRetrying(charges: readonly ChargeInput[], rows: readonly NewUsage[]): Promise<UsageRecord[]> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.store.settle(charges, rows);
+      } catch (error) {
+        const wait = COMMIT_RETRY_MS[attempt];
+        if (wait === undefined || !isTransient(error) || this.stopped) throw error;
+        this.logger.warn({ err: error, calls: rows.length, retry_ms: wait }, 'the ledger did not take settled calls; retrying');
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
   }
 
   private async releaseHolds(holds: HoldRef[]): Promise<void> {

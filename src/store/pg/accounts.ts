@@ -1,7 +1,7 @@
 import { toAccount, type Account, type AccountRow, type Role } from '../accounts.js';
 import type { KeyKind } from '../../core/keys.js';
 import { toKeyRecord, type KeyChanges, type KeyRecord, type KeyRow, type NewKey } from '../keys.js';
-import type { PgSql } from './db.js';
+import { readRetrying, type PgSql } from './db.js';
 
 /**
  * Accounts, keys and ended sessions on PostgreSQL (issue 16): the SQLite repos' contracts,
@@ -69,6 +69,10 @@ export class PgKeys {
   }
 
   async byHash(hash: string): Promise<KeyRecord | undefined> {
+    return readRetrying(() => this.byHashOnce(hash));
+  }
+
+  private async byHashOnce(hash: string): Promise<KeyRecord | undefined> {
     const [row] = await this.sql<KeyRow[]>`SELECT ${this.columns()} FROM ${this.sql(this.table)} WHERE key_hash = ${hash}`;
     return row && this.toRecord(row);
   }

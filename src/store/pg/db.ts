@@ -1,5 +1,6 @@
 import postgres, { type Sql } from 'postgres';
 import { MigrationError } from '../db.js';
+import { isTransient } from '../errors.js';
 import { PG_MIGRATIONS, type PgMigration } from './migrations.js';
 
 export type PgSql = Sql<{ bigint: number }>;
@@ -79,4 +80,18 @@ export async function pgSchemaVersion(sql: PgSql): Promise<number> {
   if (!table?.exists) return 0;
   const [row] = await sql<Array<{ version: number | null }>>`SELECT max(version) AS version FROM schema_migrations`;
   return row?.version ?? 0;
+}
+
+/**
+ * A read tried once more when its connection was cut under it (a server restart, a failover,
+ * a terminated backend): the pool opens a new one. Reads only: a write's retry is the caller's.
+ */
+export async function readRetrying<T>(read: () => PromiseLike<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (error) {
+    if (!isTransient(error)) throw error;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    return read();
+  }
 }

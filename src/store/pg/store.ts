@@ -5,7 +5,7 @@ import type { ChargeInput } from '../ledger.js';
 import type { Funds, NewAccount, ReadBarrierLike, Store } from '../types.js';
 import type { NewUsage, UsageRecord } from '../usage.js';
 import { PgAccounts, PgKeys, PgSessions } from './accounts.js';
-import { connectPostgres, migratePostgres, type PgOptions, type PgSql } from './db.js';
+import { connectPostgres, migratePostgres, readRetrying, type PgOptions, type PgSql } from './db.js';
 import type { Logger } from 'pino';
 import type { CacheStoreLimits } from '../cache-entries.js';
 import { PgCacheEntries } from './cache-entries.js';
@@ -72,8 +72,8 @@ export class PgStore implements Store {
   }
 
   async funds(accountId: string, apiKeyId: string): Promise<Funds | undefined> {
-    const [row] = await this.sql<Array<{ balance_micros: number; budget_micros: number | null; spent_micros: number | null }>>`
-      SELECT a.balance_micros, k.budget_micros, k.spent_micros FROM accounts a LEFT JOIN api_keys k ON k.id = ${apiKeyId} AND k.account_id = a.id WHERE a.id = ${accountId}`;
+    const [row] = await readRetrying(() => this.sql<Array<{ balance_micros: number; budget_micros: number | null; spent_micros: number | null }>>`
+      SELECT a.balance_micros, k.budget_micros, k.spent_micros FROM accounts a LEFT JOIN api_keys k ON k.id = ${apiKeyId} AND k.account_id = a.id WHERE a.id = ${accountId}`);
     if (!row) return undefined;
     return { balanceMicros: row.balance_micros, key: row.spent_micros === null ? undefined : { budgetMicros: row.budget_micros, spentMicros: row.spent_micros } };
   }
