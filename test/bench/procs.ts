@@ -173,6 +173,8 @@ export interface GatewayOptions {
   /** How many sk- keys to create (round-robin, so no key's rate limit is reached). */
   keys: number;
   redis?: { url: string; keyPrefix: string };
+  /** PostgreSQL as the store (`database.url`); absent: the SQLite file in the daemon's temp dir. */
+  databaseUrl?: string;
   /** The `cache:` section of the config (snake_case, as in gateway.yaml); absent: the default (off). */
   cache?: Record<string, unknown>;
   /** Node flags for the daemon (e.g. --cpu-prof). */
@@ -183,7 +185,10 @@ export interface GatewayOptions {
 
 export interface GatewayProc extends Proc {
   dir: string;
+  /** The SQLite file (with `databaseUrl`: still the config's `database.path`, but not the store). */
   dbPath: string;
+  /** The PostgreSQL database the daemon stores in (absent: SQLite at `dbPath`). */
+  databaseUrl?: string;
   logPath: string;
   keys: string[];
   accountId: string;
@@ -201,7 +206,7 @@ export async function startGatewayProc(options: GatewayOptions): Promise<Gateway
   const configPath = join(dir, 'gateway.yaml');
   const config: Record<string, unknown> = {
     server: { host: '127.0.0.1', port: 0, shutdown_timeout: '5s' },
-    database: { path: dbPath, ...(process.env.BENCH_BATCH_WINDOW ? { billing_batch_window: process.env.BENCH_BATCH_WINDOW } : {}) },
+    database: { path: dbPath, ...(options.databaseUrl ? { url: options.databaseUrl } : {}), ...(process.env.BENCH_BATCH_WINDOW ? { billing_batch_window: process.env.BENCH_BATCH_WINDOW } : {}) },
     auth: { jwt_secret: 'bench-secret-bench-secret-bench-secret-0123', bcrypt_rounds: 4 },
     logging: { level: process.env.BENCH_LOG_LEVEL ?? 'info' },
     providers: {
@@ -231,7 +236,7 @@ export async function startGatewayProc(options: GatewayOptions): Promise<Gateway
   });
   closeSync(logFd);
   try {
-    return await setUpGateway(options, child, url, adminKey, { dir, dbPath, logPath });
+    return await setUpGateway(options, child, url, adminKey, { dir, dbPath, logPath, ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}) });
   } catch (error) {
     child.kill('SIGKILL');
     throw error;
@@ -243,7 +248,7 @@ async function setUpGateway(
   child: ChildProcess,
   url: string,
   adminKey: string,
-  files: { dir: string; dbPath: string; logPath: string },
+  files: { dir: string; dbPath: string; logPath: string; databaseUrl?: string },
 ): Promise<GatewayProc> {
   const { logPath } = files;
   const deadline = Date.now() + 60_000;
@@ -314,4 +319,45 @@ export function localRedisPid(url: string): number | undefined {
     // no pgrep, or no redis-server
   }
   return undefined;
+}
+
+/**
+ * utime + stime (µs) of every local `postgres` process, by pid: the postmaster, its background
+ * processes and one backend per connection (undefined when the server is not on this host).
+ * Diff two readings with postgresCpuSince().
+ */
+export function localPostgresCpu(url: string): Map<number, number> | undefined {
+  const { hostname } = new URL(url);
+  if (hostname !== '127.0.0.1' && hostname !== 'localhost' && hostname !== '[::1]') return undefined;
+  const cpu = new Map<number, number>();
+  let pids: string[];
+  try {
+    pids = execFileSync('pgrep', ['-x', 'postgres'], { encoding: 'utf8' }).trim().split('\n');
+  } catch {
+    return undefined; // no pgrep, or no postgres process
+  }
+  for (const pid of pids) {
+    try {
+      cpu.set(Number(pid), cpuMicros(Number(pid)));
+    } catch {
+      // exited since pgrep listed it
+    }
+  }
+  return cpu.size > 0 ? cpu : undefined;
+}
+
+/**
+ * The CPU the local `postgres` processes used since `before` (µs): each process alive at both
+ * readings counts its difference, one started since counts all its CPU; one that exited in
+ * between is lost (the gateways' pools keep their connections, so their backends stay).
+ */
+export function postgresCpuSince(before: Map<number, number>, url: string): number {
+  const after = localPostgresCpu(url) ?? new Map<number, number>();
+  let sum = 0;
+  for (const [pid, micros] of after) {
+    const was = before.get(pid);
+    // A pid reused by a new process (less CPU than the old one had) counts from 0.
+    sum += was !== undefined && micros >= was ? micros - was : micros;
+  }
+  return sum;
 }

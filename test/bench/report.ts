@@ -21,14 +21,18 @@ export interface OpenSummary {
   simCpuUsPerReq: number;
   /** The local redis-server's CPU per request (Redis-configured gateways only). */
   redisCpuUsPerReq?: number;
+  /** The local PostgreSQL server's CPU per request, all its processes (PostgreSQL-configured gateways only). */
+  postgresCpuUsPerReq?: number;
   harnessCpuUsPerReq: number;
   sendLagP99: number;
   chunkCounts: Record<number, number>;
 }
 
-export function summarizeOpen(result: OpenResult, targetPid: number, simPid: number, harnessCpuUs: number, redisPid?: number): OpenSummary {
+/** `postgresCpuUs`: the CPU of every local `postgres` process over the open loop, µs (PostgreSQL targets). */
+export function summarizeOpen(result: OpenResult, targetPid: number, simPid: number, harnessCpuUs: number, redisPid?: number, postgresCpuUs?: number): OpenSummary {
   return {
     ...(redisPid ? { redisCpuUsPerReq: result.cpuUsPerReq[redisPid] ?? NaN } : {}),
+    ...(postgresCpuUs !== undefined ? { postgresCpuUsPerReq: postgresCpuUs / result.sent } : {}),
     rate: result.rate,
     sent: result.sent,
     errors: result.errors,
@@ -56,6 +60,7 @@ export interface TargetWorkload {
   cpuUsPerReq: number;
   simCpuUsPerReq: number;
   redisCpuUsPerReq?: number;
+  postgresCpuUsPerReq?: number;
   p50: number;
   p99: number;
   p999: number;
@@ -92,6 +97,7 @@ export function summarizeTarget(closed: ClosedResult[], open: OpenSummary[], dir
     cpuUsPerReq: m((o) => o.cpuUsPerReq),
     simCpuUsPerReq: m((o) => o.simCpuUsPerReq),
     ...(open.some((o) => o.redisCpuUsPerReq !== undefined) ? { redisCpuUsPerReq: m((o) => o.redisCpuUsPerReq ?? NaN) } : {}),
+    ...(open.some((o) => o.postgresCpuUsPerReq !== undefined) ? { postgresCpuUsPerReq: m((o) => o.postgresCpuUsPerReq ?? NaN) } : {}),
     p50: m((o) => o.p50),
     p99: m((o) => o.p99),
     p999: m((o) => o.p999),
@@ -192,7 +198,7 @@ export interface TargetCheck {
 export interface BenchResult {
   date: string;
   durationSec: number;
-  mode: { quick: boolean; redis: boolean; profile: boolean; only?: string };
+  mode: { quick: boolean; redis: boolean; postgres: boolean; profile: boolean; only?: string };
   machine: Record<string, string | number>;
   gatewayEntry: string;
   plan: Record<string, number>;
@@ -268,12 +274,15 @@ export function evaluate(result: Pick<BenchResult, 'workloads' | 'memory' | 'slo
   const byId = (id: string): WorkloadResult | undefined => result.workloads.find((w) => w.id === id);
   const chat = byId('chat');
   for (const gw of gateways) {
-    const redis = gw.includes('redis');
+    // A gateway on Redis or on PostgreSQL (gateway-redis, gateway-postgres, gateway-pg-redis)
+    // adds a network round trip to a shared store per call: its CPU limit is 2x the floor's,
+    // the plain (SQLite) gateway's 1.5x.
+    const networkStore = gw.includes('redis') || gw.includes('postgres') || gw.includes('-pg');
     if (chat?.targets[gw] && chat.targets.floor) {
       const g = chat.targets[gw] as TargetWorkload;
       const f = chat.targets.floor;
       const ratio = g.cpuUsPerReq / f.cpuUsPerReq;
-      const limit = redis ? 2 : 1.5;
+      const limit = networkStore ? 2 : 1.5;
       checks.push({ name: `${gw}: CPU/req ÷ floor (chat JSON)`, value: `${ratio.toFixed(2)}x (${int(g.cpuUsPerReq)} vs ${int(f.cpuUsPerReq)} µs)`, limit: `≤ ${limit}x`, pass: ratio <= limit });
       const a = g.added as Added;
       const fa = f.added as Added;
@@ -357,11 +366,17 @@ function table(rows: string[][]): string {
   return rows.map((r) => r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c] ?? 0) : cell.padStart(widths[c] ?? 0))).join('  ')).join('\n');
 }
 
+/** ' with Redis', ' with PostgreSQL', ' with Redis and PostgreSQL' or '' (a JSON file from before --postgres has no mode.postgres). */
+function withStores(mode: BenchResult['mode']): string {
+  const stores = [...(mode.redis ? ['Redis'] : []), ...(mode.postgres ? ['PostgreSQL'] : [])];
+  return stores.length > 0 ? ` with ${stores.join(' and ')}` : '';
+}
+
 export function render(result: BenchResult): string {
   const out: string[] = [];
   const m = result.machine;
   out.push(`LLM gateway benchmark — ${result.date} — ${m.cpu}, ${m.cores} cores, ${m.ramGb} GB, Node ${m.node} — gateway from ${result.gatewayEntry}`);
-  out.push(`${result.mode.quick ? 'quick' : 'full'} run${result.mode.redis ? ' with Redis' : ''}${result.mode.profile ? ' (PROFILED: CPU numbers inflated)' : ''}, ${result.durationSec.toFixed(0)} s`);
+  out.push(`${result.mode.quick ? 'quick' : 'full'} run${withStores(result.mode)}${result.mode.profile ? ' (PROFILED: CPU numbers inflated)' : ''}, ${result.durationSec.toFixed(0)} s`);
   for (const w of result.workloads) {
     const ids = Object.keys(w.targets);
     const t = (id: string): TargetWorkload => w.targets[id] as TargetWorkload;
@@ -377,6 +392,7 @@ export function render(result: BenchResult): string {
         : []),
       ['  simulator CPU µs/req', ...ids.map((id) => int(t(id).simCpuUsPerReq))],
       ...(ids.some((id) => t(id).redisCpuUsPerReq !== undefined) ? [['  redis-server CPU µs/req', ...ids.map((id) => int(t(id).redisCpuUsPerReq))]] : []),
+      ...(ids.some((id) => t(id).postgresCpuUsPerReq !== undefined) ? [['  postgres CPU µs/req', ...ids.map((id) => int(t(id).postgresCpuUsPerReq))]] : []),
       ['latency p50 / p99 / p99.9 ms', ...ids.map((id) => `${ms(t(id).p50)} / ${ms(t(id).p99)} / ${ms(t(id).p999)}`)],
       ['added p50 / p99 / p99.9 ms', ...ids.map((id) => (t(id).added ? `${ms(t(id).added?.p50)} / ${ms(t(id).added?.p99)} / ${ms(t(id).added?.p999)}` : '-'))],
     ];

@@ -4,10 +4,11 @@ import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
+import postgres from 'postgres';
 import { loadConfig } from '../../src/config/load.js';
 import { completionTokens } from '../support/simulator/tokens.js';
 import { closedLoop, EMBEDDING_INPUT, makeTarget, openLoop, SPEECH_INPUT, specFor, WORKLOADS, type ClosedResult, type Target, type WorkloadId } from './load.js';
-import { CLK_TCK, cleanRedisPrefix, gatewayRunsCompiled, localRedisPid, memory, startFloor, startGatewayProc, startSimulator, type GatewayProc, type Memory, type Proc } from './procs.js';
+import { CLK_TCK, cleanRedisPrefix, gatewayRunsCompiled, localPostgresCpu, localRedisPid, memory, postgresCpuSince, startFloor, startGatewayProc, startSimulator, type GatewayProc, type Memory, type Proc } from './procs.js';
 import { evaluate, machineInfo, render, summarizeOpen, summarizeTarget, topSelfTime, writeResults, type BenchResult, type CacheBilling, type CacheLookupResult, type CacheOutcomes, type LedgerCheck, type ModelBilling, type OpenSummary, type WorkloadResult } from './report.js';
 import { slowStreams, type SlowStreamsResult } from './streams.js';
 import { redisReachable } from '../support/redis.js';
@@ -16,7 +17,7 @@ import { redisReachable } from '../support/redis.js';
  * The benchmark (issue 5): the gateway against a bare pass-through floor and the simulator
  * called directly, side by side in one run.
  *
- *   node --import tsx test/bench/run.ts [--quick] [--redis] [--redis-url URL] [--profile]
+ *   node --import tsx test/bench/run.ts [--quick] [--redis] [--redis-url URL] [--postgres] [--postgres-url URL] [--profile]
  *
  * --only chat,stream,messages,embeddings,speech,cache-hit,cache-miss,cache-lookup limits the
  * workloads and skips the slow-streams phase (e.g. `--only chat --profile`); `--only
@@ -27,6 +28,13 @@ import { redisReachable } from '../support/redis.js';
  * direct (not the floor: the plain gateway is the reference); cache-lookup runs
  * test/bench/cache-lookup.ts (each tier's lookup cost at 10k and 100k entries; 10k with
  * --quick) after the processes are stopped.
+ * --postgres adds `gateway-postgres`, a daemon whose store is PostgreSQL (`database.url`: a
+ * scratch database `bench_<hex>` created through --postgres-url, an admin URL that may CREATE
+ * DATABASE, default postgres://postgres@127.0.0.1:5432/postgres), and with --redis also
+ * `gateway-pg-redis` (its own scratch database, plus Redis under its own key prefix). The
+ * ledger checks read those databases; a local server's CPU per request is the sum over every
+ * `postgres` process (server, background processes, one backend per connection). The scratch
+ * databases are dropped at the end (WITH (FORCE)), also when the run fails or is interrupted.
  * --profile runs the gateway under --cpu-prof and prints its top self-time functions (its CPU
  * numbers are then inflated; results go to bench-results/profile-*.json, not latest.json).
  */
@@ -36,6 +44,8 @@ const { values: args } = parseArgs({
     quick: { type: 'boolean', default: false },
     redis: { type: 'boolean', default: false },
     'redis-url': { type: 'string', default: 'redis://127.0.0.1:6379' },
+    postgres: { type: 'boolean', default: false },
+    'postgres-url': { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/postgres' },
     profile: { type: 'boolean', default: false },
     only: { type: 'string' },
   },
@@ -56,6 +66,8 @@ const LOOKUP_SIZES = args.quick ? '10000' : '10000,100000';
 /** The cache-enabled daemon's `cache:` section: exact tier for every model, no semantic tier. */
 const CACHE_CONFIG = { enabled: true, exact: { models: ['*'] }, semantic: { models: [] } };
 const CACHE_GATEWAY = 'gateway-cache';
+const POSTGRES_GATEWAY = 'gateway-postgres';
+const PG_REDIS_GATEWAY = 'gateway-pg-redis';
 
 const began = performance.now();
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -73,11 +85,67 @@ process.on('SIGINT', () => {
   if (stopping) process.exit(130);
   stopping = true;
   say('interrupted: stopping the children');
-  void stopAll().then(() => {
-    for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
-    process.exit(130);
-  });
+  void stopAll()
+    .then(dropScratchDatabases)
+    .then(() => {
+      for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+      process.exit(130);
+    });
 });
+
+/** The admin URL with its password masked (for messages). */
+function redacted(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return url;
+  }
+}
+
+async function postgresReachable(url: string): Promise<string | undefined> {
+  const sql = postgres(url, { max: 1, connect_timeout: 3, onnotice: () => undefined });
+  try {
+    await sql`SELECT 1`;
+    return undefined;
+  } catch (error) {
+    return (error as Error).message;
+  } finally {
+    await sql.end({ timeout: 1 }).catch(() => undefined);
+  }
+}
+
+/** Scratch databases created by this run (dropped by dropScratchDatabases). */
+const scratchDatabases: string[] = [];
+
+/** A new, empty database `bench_<hex>` on the --postgres-url server; returns its URL. */
+async function createScratchDatabase(adminUrl: string): Promise<string> {
+  const name = `bench_${randomBytes(6).toString('hex')}`;
+  const admin = postgres(adminUrl, { max: 1, connect_timeout: 5, onnotice: () => undefined });
+  try {
+    await admin.unsafe(`CREATE DATABASE ${name}`);
+    scratchDatabases.push(name);
+  } finally {
+    await admin.end({ timeout: 1 });
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** Drops this run's scratch databases (ending the connections still open to them); never throws. */
+async function dropScratchDatabases(): Promise<void> {
+  if (scratchDatabases.length === 0) return;
+  const admin = postgres(args['postgres-url'], { max: 1, connect_timeout: 5, onnotice: () => undefined });
+  try {
+    for (const name of scratchDatabases.splice(0)) {
+      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch((error: Error) => say(`could not drop the scratch database ${name}: ${error.message}`));
+    }
+  } finally {
+    await admin.end({ timeout: 1 }).catch(() => undefined);
+  }
+}
 
 async function main(): Promise<void> {
   const only = args.only?.split(',').map((w) => w.trim());
@@ -87,8 +155,13 @@ async function main(): Promise<void> {
   const lookupPhase = only ? only.includes('cache-lookup') : true;
   const redisUrl = args['redis-url'];
   if (args.redis && !(await redisReachable(redisUrl))) throw new Error(`--redis: no Redis at ${redisUrl}`);
+  const postgresUrl = args['postgres-url'];
+  if (args.postgres) {
+    const problem = await postgresReachable(postgresUrl);
+    if (problem) throw new Error(`--postgres: no PostgreSQL at ${redacted(postgresUrl)} (${problem})`);
+  }
   const gatewayEntry = `${gatewayRunsCompiled() ? 'dist/ (compiled)' : 'src/ through tsx (dist/ missing or stale)'}, ${sourceState()}`;
-  say(`starting the simulator, the floor and the gateway${args.redis ? 's' : ''} (gateway runs ${gatewayEntry})`);
+  say(`starting the simulator, the floor and the gateway${args.redis || args.postgres ? 's' : ''} (gateway runs ${gatewayEntry})`);
   const sim = await startSimulator();
   procs.push(sim);
   const floorProc = await startFloor(sim.url, sim.key);
@@ -96,13 +169,15 @@ async function main(): Promise<void> {
   const profileDir = join(OUT_DIR, 'profiles', new Date().toISOString().replace(/[:.]/g, '-'));
   if (args.profile) mkdirSync(profileDir, { recursive: true });
   const gateways: GatewayProc[] = [];
-  const start = async (name: string, redis?: { url: string; keyPrefix: string }, cache?: Record<string, unknown>): Promise<void> => {
+  const start = async (name: string, store: { redis?: { url: string; keyPrefix: string }; databaseUrl?: string; cache?: Record<string, unknown> } = {}): Promise<void> => {
+    const { redis, databaseUrl, cache } = store;
     const gw = await startGatewayProc({
       name,
       simUrl: sim.url,
       simKey: sim.key,
       keys: plan.keys,
       ...(redis ? { redis } : {}),
+      ...(databaseUrl ? { databaseUrl } : {}),
       ...(cache ? { cache } : {}),
       ...(args.profile ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] } : {}),
     });
@@ -113,9 +188,25 @@ async function main(): Promise<void> {
   await start('gateway');
   const redisPrefix = `bench-${randomBytes(4).toString('hex')}:`;
   const redisPid = args.redis ? localRedisPid(redisUrl) : undefined;
-  if (args.redis) await start('gateway-redis', { url: redisUrl, keyPrefix: redisPrefix });
+  if (args.redis) await start('gateway-redis', { redis: { url: redisUrl, keyPrefix: redisPrefix } });
+  // gateway-pg-redis gets its own key prefix (cleaned at the end like gateway-redis's).
+  const pgRedisPrefix = `bench-${randomBytes(4).toString('hex')}:`;
+  const pgGateways = new Set<string>();
+  if (args.postgres) {
+    await start(POSTGRES_GATEWAY, { databaseUrl: await createScratchDatabase(postgresUrl) });
+    pgGateways.add(POSTGRES_GATEWAY);
+    if (args.redis) {
+      await start(PG_REDIS_GATEWAY, { databaseUrl: await createScratchDatabase(postgresUrl), redis: { url: redisUrl, keyPrefix: pgRedisPrefix } });
+      pgGateways.add(PG_REDIS_GATEWAY);
+    }
+  }
+  // Whether the PostgreSQL server's processes can be read here (a local server): their CPU is
+  // then reported for the PostgreSQL targets.
+  const postgresLocal = args.postgres && localPostgresCpu(postgresUrl) !== undefined;
+  if (args.postgres && !postgresLocal) say(`PostgreSQL at ${redacted(postgresUrl)} is not a local server with readable processes: its CPU is not measured`);
+  const redisGateways = new Set(['gateway-redis', PG_REDIS_GATEWAY]);
   const cacheStartMs = performance.now();
-  if (cacheWorkloads) await start(CACHE_GATEWAY, undefined, CACHE_CONFIG);
+  if (cacheWorkloads) await start(CACHE_GATEWAY, { cache: CACHE_CONFIG });
   const cacheGatewayStartMs = performance.now() - cacheStartMs;
 
   await sleep(1000);
@@ -171,10 +262,13 @@ async function main(): Promise<void> {
     for (let round = 0; round < openRounds; round++) {
       for (const t of targets) {
         const harness0 = process.cpuUsage();
-        const redis = t.id === 'gateway-redis' ? redisPid : undefined;
+        const redis = redisGateways.has(t.id) ? redisPid : undefined;
+        // Every local postgres process, read around the open loop (backends come and go).
+        const postgres0 = postgresLocal && pgGateways.has(t.id) ? localPostgresCpu(postgresUrl) : undefined;
         const result = await openLoop(t, spec(t), rate, plan.openMs, [...new Set([t.pid, sim.pid, ...(redis ? [redis] : [])])]);
+        const postgresCpu = postgres0 ? postgresCpuSince(postgres0, postgresUrl) : undefined;
         const harness = process.cpuUsage(harness0);
-        open.get(t.id)?.push(summarizeOpen(result, t.pid, sim.pid, harness.user + harness.system, redis));
+        open.get(t.id)?.push(summarizeOpen(result, t.pid, sim.pid, harness.user + harness.system, redis, postgresCpu));
       }
       say(`${label}: open loop at ${rate}/s round ${round + 1}: ${targets.map((t) => `${t.id} p50 ${open.get(t.id)?.at(-1)?.p50.toFixed(2)} ms, ${open.get(t.id)?.at(-1)?.cpuUsPerReq.toFixed(0)} µs`).join('; ')}`);
     }
@@ -213,13 +307,15 @@ async function main(): Promise<void> {
   const ledger: LedgerCheck[] = [];
   for (const [i, gw] of gateways.entries()) {
     const target = gwTargets[i] as Target;
-    await waitForSettlement(gw.dbPath);
+    await waitForSettlement(gw);
     await gw.stop();
-    ledger.push(checkLedger(gw, target, okCalls.get(target.id) ?? {}));
+    ledger.push(await checkLedger(gw, target, okCalls.get(target.id) ?? {}));
   }
   await floorProc.stop();
   await sim.stop();
   if (args.redis) await cleanRedisPrefix(redisUrl, redisPrefix).catch(() => 0);
+  if (args.redis && args.postgres) await cleanRedisPrefix(redisUrl, pgRedisPrefix).catch(() => 0);
+  await dropScratchDatabases();
   await Promise.all(targets.map((t) => t.pool.close()));
 
   let cacheLookup: CacheLookupResult | undefined;
@@ -250,14 +346,14 @@ async function main(): Promise<void> {
   const result: BenchResult = {
     date: new Date().toISOString(),
     durationSec: (performance.now() - began) / 1000,
-    mode: { quick: args.quick, redis: args.redis, profile: args.profile, ...(only ? { only: only.join(',') } : {}) },
+    mode: { quick: args.quick, redis: args.redis, postgres: args.postgres, profile: args.profile, ...(only ? { only: only.join(',') } : {}) },
     machine: machineInfo(),
     gatewayEntry,
     plan,
     ...partial,
     checks: evaluate(partial, gateways.map((g) => g.name)),
     caveats: [
-      `harness, simulator, floor and gateway${args.redis ? 's (and Redis)' : ''} share the same ${machineInfo().cores} cores: "max req/s" is what the whole loop reaches, not the target alone; CPU µs/req is the target process alone (utime+stime from /proc, ${1000 / CLK_TCK} ms ticks).`,
+      `harness, simulator, floor and gateway${args.redis || args.postgres ? `s (and ${[...(args.redis ? ['Redis'] : []), ...(args.postgres ? ['PostgreSQL'] : [])].join(', ')})` : ''} share the same ${machineInfo().cores} cores: "max req/s" is what the whole loop reaches, not the target alone; CPU µs/req is the target process alone (utime+stime from /proc, ${1000 / CLK_TCK} ms ticks).`,
       'the gateway logs one JSON access line per request (level info, to a file); the floor logs nothing, checks no key and writes no usage.',
       'added latency = target minus direct-to-simulator in the same round, at the same rate, measured from the scheduled send time.',
       'the floor and the simulator run through the tsx loader (startup cost only); RSS of the floor includes it.',
@@ -269,6 +365,14 @@ async function main(): Promise<void> {
     ...(cacheLookup ? { cacheLookup } : {}),
     ...(cacheLookupError ? { cacheLookupError } : {}),
   };
+  if (args.postgres) {
+    result.caveats.push(
+      `${[...pgGateways].join(' and ')} store${pgGateways.size > 1 ? '' : 's'} in PostgreSQL (${redacted(postgresUrl)}, a scratch database each, dropped afterwards; the daemon's default pool of 10 connections); each call commits its settlement there before its answer ends.` +
+        (postgresLocal
+          ? ' "postgres CPU µs/req" is every local postgres process (server, background writers, all backends, other databases\' too) over the open loop, per request.'
+          : ' The server is not local: its CPU is not measured.'),
+    );
+  }
   if (cacheWorkloads) {
     result.caveats.push(
       `${CACHE_GATEWAY} runs with cache: ${JSON.stringify(CACHE_CONFIG)} (SQLite exact tier, hit_price 0) and takes part in the cache workloads only, beside the plain gateway and direct (no floor); cache-hit repeats one request (the first calls of its warm-up miss), cache-miss sends a prompt no call sent before.`,
@@ -326,15 +430,52 @@ function sourceState(): string {
   }
 }
 
+type Param = string | number;
+type Row = Record<string, unknown>;
+
+/**
+ * Read-only queries on a gateway's store, SQLite or PostgreSQL alike: `?` placeholders (numbered
+ * $1..$n for PostgreSQL); `one` is the first row's `n` as a number (PostgreSQL answers count()
+ * as bigint and sum(bigint) as numeric, both as strings).
+ */
+interface StoreQueries {
+  one(sql: string, ...params: Param[]): Promise<number>;
+  all(sql: string, ...params: Param[]): Promise<Row[]>;
+  close(): Promise<void>;
+}
+
+function openStore(gw: GatewayProc): StoreQueries {
+  if (gw.databaseUrl) {
+    const sql = postgres(gw.databaseUrl, { max: 1, connect_timeout: 5, onnotice: () => undefined });
+    const numbered = (text: string): string => {
+      let i = 0;
+      return text.replace(/\?/g, () => `$${++i}`);
+    };
+    const all = async (text: string, ...params: Param[]): Promise<Row[]> => [...(await sql.unsafe<Row[]>(numbered(text), params))];
+    return {
+      all,
+      one: async (text, ...params) => Number((await all(text, ...params))[0]?.n),
+      close: () => sql.end({ timeout: 1 }),
+    };
+  }
+  const db = new Database(gw.dbPath, { readonly: true, fileMustExist: true });
+  const all = async (text: string, ...params: Param[]): Promise<Row[]> => db.prepare(text).all(...params) as Row[];
+  return {
+    all,
+    one: async (text, ...params) => Number((db.prepare(text).get(...params) as Row | undefined)?.n),
+    close: async () => void db.close(),
+  };
+}
+
 /** Waits until the gateway has written its last usage rows (aborted streams settle after the abort). */
-async function waitForSettlement(dbPath: string): Promise<void> {
-  const db = new Database(dbPath, { readonly: true, fileMustExist: true });
+async function waitForSettlement(gw: GatewayProc): Promise<void> {
+  const db = openStore(gw);
   try {
     let last = -1;
     let stableSince = performance.now();
     const deadline = performance.now() + 15_000;
     while (performance.now() < deadline) {
-      const rows = (db.prepare('SELECT count(*) AS n FROM usage').get() as { n: number }).n;
+      const rows = await db.one('SELECT count(*) AS n FROM usage');
       if (rows !== last) {
         last = rows;
         stableSince = performance.now();
@@ -342,7 +483,7 @@ async function waitForSettlement(dbPath: string): Promise<void> {
       await sleep(200);
     }
   } finally {
-    db.close();
+    await db.close();
   }
 }
 
@@ -376,46 +517,47 @@ function mediaExpectations(gw: GatewayProc, ran: Partial<Record<WorkloadId, numb
   return out;
 }
 
-function checkLedger(gw: GatewayProc, target: Target, ran: Partial<Record<WorkloadId, number>>): LedgerCheck {
+async function checkLedger(gw: GatewayProc, target: Target, ran: Partial<Record<WorkloadId, number>>): Promise<LedgerCheck> {
   const expectations = mediaExpectations(gw, ran);
-  const db = new Database(gw.dbPath, { readonly: true, fileMustExist: true });
+  const db = openStore(gw);
   try {
-    const one = (sql: string, ...params: unknown[]): number => (db.prepare(sql).get(...params) as { n: number }).n;
-    const charges = one("SELECT count(*) AS n FROM ledger WHERE kind = 'charge'");
-    const chargesWithoutUsage = one("SELECT count(*) AS n FROM ledger l WHERE kind = 'charge' AND NOT EXISTS (SELECT 1 FROM usage u WHERE u.request_id = l.request_id)");
-    const overHold = one('SELECT count(*) AS n FROM usage WHERE uncharged_micros > 0');
+    const one = db.one;
+    const charges = await one("SELECT count(*) AS n FROM ledger WHERE kind = 'charge'");
+    const chargesWithoutUsage = await one("SELECT count(*) AS n FROM ledger l WHERE kind = 'charge' AND NOT EXISTS (SELECT 1 FROM usage u WHERE u.request_id = l.request_id)");
+    const overHold = await one('SELECT count(*) AS n FROM usage WHERE uncharged_micros > 0');
     // The daemon logs each time admission computes the tight prompt bound (near a wallet's limit).
     const tightBound = readFileSync(gw.logPath, 'utf8').split('"msg":"tight prompt bound"').length - 1;
     const usageByStatus: Record<string, number> = {};
-    for (const row of db.prepare('SELECT status, count(*) AS n FROM usage GROUP BY status').all() as Array<{ status: number; n: number }>) usageByStatus[row.status] = row.n;
+    for (const row of await db.all('SELECT status, count(*) AS n FROM usage GROUP BY status')) usageByStatus[String(row.status)] = Number(row.n);
     const c = target.counts;
     // A cache hit at hit_price 0 costs 0: it has its usage row (cache = exact) but no charge.
     const hits = (target.cacheOutcomes.exact ?? 0) + (target.cacheOutcomes.semantic ?? 0);
     const expectedCharges = c.ok + c.abortedReceiving - hits;
-    const cacheRows = (which: string): number => one(`SELECT count(*) AS n FROM usage WHERE status = 200 AND cache IN (${which})`);
+    const cacheRows = (which: string): Promise<number> => one(`SELECT count(*) AS n FROM usage WHERE status = 200 AND cache IN (${which})`);
     const cache: CacheBilling | undefined =
       Object.keys(target.cacheOutcomes).length > 0
-        ? (() => {
-            const hitRows = cacheRows("'exact', 'semantic'");
-            const missRows = cacheRows("'miss'");
-            const hitRowsCosted = one("SELECT count(*) AS n FROM usage WHERE cache IN ('exact', 'semantic') AND cost_micros <> 0");
-            const hitCharges = one("SELECT count(*) AS n FROM ledger l JOIN usage u ON u.request_id = l.request_id WHERE l.kind = 'charge' AND u.cache IN ('exact', 'semantic')");
+        ? await (async () => {
+            const hitRows = await cacheRows("'exact', 'semantic'");
+            const missRows = await cacheRows("'miss'");
+            const hitRowsCosted = await one("SELECT count(*) AS n FROM usage WHERE cache IN ('exact', 'semantic') AND cost_micros <> 0");
+            const hitCharges = await one("SELECT count(*) AS n FROM ledger l JOIN usage u ON u.request_id = l.request_id WHERE l.kind = 'charge' AND u.cache IN ('exact', 'semantic')");
             const misses = target.cacheOutcomes.miss ?? 0;
             return { hits, misses, hitRows, missRows, hitRowsCosted, hitCharges, pass: hitRows === hits && missRows === misses && hitRowsCosted === 0 && hitCharges === 0 };
           })()
         : undefined;
     // Every charge in the ledger is its usage row's cost (amounts are negative in the ledger).
-    const chargedMicros = -one("SELECT coalesce(sum(amount_micros), 0) AS n FROM ledger WHERE kind = 'charge'");
-    const usageCostMicros = one('SELECT coalesce(sum(cost_micros), 0) AS n FROM usage');
-    const chargesOffUsage = one("SELECT count(*) AS n FROM ledger l JOIN usage u ON u.request_id = l.request_id WHERE l.kind = 'charge' AND -l.amount_micros <> u.cost_micros");
-    const media: ModelBilling[] = expectations.map((e) => {
-      const rows = one('SELECT count(*) AS n FROM usage WHERE model = ? AND status = 200', e.model);
-      const wrong = one('SELECT count(*) AS n FROM usage WHERE model = ? AND status = 200 AND (unit <> ? OR units <> ? OR cost_micros <> ?)', e.model, e.unit, e.units, e.costMicros);
-      const charged = -one(
+    const chargedMicros = -(await one("SELECT coalesce(sum(amount_micros), 0) AS n FROM ledger WHERE kind = 'charge'"));
+    const usageCostMicros = await one('SELECT coalesce(sum(cost_micros), 0) AS n FROM usage');
+    const chargesOffUsage = await one("SELECT count(*) AS n FROM ledger l JOIN usage u ON u.request_id = l.request_id WHERE l.kind = 'charge' AND -l.amount_micros <> u.cost_micros");
+    const media: ModelBilling[] = [];
+    for (const e of expectations) {
+      const rows = await one('SELECT count(*) AS n FROM usage WHERE model = ? AND status = 200', e.model);
+      const wrong = await one('SELECT count(*) AS n FROM usage WHERE model = ? AND status = 200 AND (unit <> ? OR units <> ? OR cost_micros <> ?)', e.model, e.unit, e.units, e.costMicros);
+      const charged = -(await one(
         "SELECT coalesce(sum(l.amount_micros), 0) AS n FROM ledger l JOIN usage u ON u.request_id = l.request_id WHERE l.kind = 'charge' AND u.model = ? AND u.status = 200",
         e.model,
-      );
-      return {
+      ));
+      media.push({
         model: e.model,
         unit: e.unit,
         unitsPerCall: e.units,
@@ -426,8 +568,8 @@ function checkLedger(gw: GatewayProc, target: Target, ran: Partial<Record<Worklo
         chargedMicros: charged,
         expectedMicros: e.calls * e.costMicros,
         pass: rows === e.calls && wrong === 0 && charged === e.calls * e.costMicros,
-      };
-    });
+      });
+    }
     return {
       target: gw.name,
       okCalls: c.ok,
@@ -448,7 +590,7 @@ function checkLedger(gw: GatewayProc, target: Target, ran: Partial<Record<Worklo
       ...(cache ? { cache } : {}),
     };
   } finally {
-    db.close();
+    await db.close();
   }
 }
 
@@ -458,6 +600,7 @@ main().then(
     if (stopping) return; // interrupted: the SIGINT handler stops the children and exits
     process.stderr.write(`benchmark failed: ${(error as Error).stack ?? String(error)}\n`);
     await stopAll();
+    await dropScratchDatabases();
     if (tempDirs.length > 0) process.stderr.write(`gateway files (logs, database) kept in ${tempDirs.join(', ')}\n`);
     process.exit(1);
   },
