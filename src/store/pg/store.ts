@@ -110,7 +110,9 @@ export class PgStore implements Store {
    * taken again on a new one, and `onLost` is told if another daemon took it meanwhile.
    */
   async lockServing(mode: 'alone' | 'shared', onLost: (reason: string) => void = () => undefined): Promise<{ release(): Promise<void> }> {
-    const client = postgres(this.url, { max: 1, connect_timeout: 5, onnotice: () => undefined, idle_timeout: 0 });
+    // No idle timeout and no maximum lifetime (the driver's default recycles a connection
+    // after 30 to 60 minutes, which would drop the lock).
+    const client = postgres(this.url, { max: 1, connect_timeout: 5, onnotice: () => undefined, idle_timeout: 0, max_lifetime: 0 });
     const take = async (): Promise<{ locked: boolean; pid: number }> => {
       const [row] =
         mode === 'alone'
