@@ -91,14 +91,20 @@ export class PgCacheEntries implements CacheEntryStore {
         for (const row of await tx<Array<{ id: number; bytes: number }>>`DELETE FROM cache_entries WHERE exact_key = ANY(${keys}::text[]) RETURNING id, bytes`) this.forget(row, removed);
       }
       if (rows.length > 0) {
-        const inserted = await tx<Array<{ id: number }>>`INSERT INTO cache_entries ${tx(rows.map((r) => r.row))} RETURNING id`;
-        inserted.forEach((row, i) => {
-          const at = rows[i];
-          if (!at) return;
-          ids[at.index] = row.id;
+        // Ids drawn first and written with their rows: RETURNING's order is not promised, and a
+        // vector filed under another row's id could answer with another account's entry.
+        const drawn = await tx<Array<{ id: number }>>`SELECT nextval(pg_get_serial_sequence('cache_entries', 'id'))::bigint AS id FROM generate_series(1, ${rows.length})`;
+        rows.forEach((at, i) => {
+          const id = drawn[i]?.id;
+          if (id === undefined) throw new Error('the cache entry ids could not be drawn');
+          at.row.id = id;
+          ids[at.index] = id;
+        });
+        await tx`INSERT INTO cache_entries ${tx(rows.map((r) => r.row))}`;
+        for (const at of rows) {
           this.entries += 1;
           this.bytes += at.bytes;
-        });
+        }
       }
     });
     if (this.entries > this.limits.maxEntries || this.bytes > this.limits.maxBytes) await this.evict(removed);
