@@ -136,6 +136,7 @@ export class PgStore implements Store {
       throw new Error(refused());
     }
     let stopped = false;
+    let released = false;
     let checking = false;
     const check = async (): Promise<void> => {
       if (stopped || checking) return;
@@ -159,7 +160,8 @@ export class PgStore implements Store {
     timer.unref();
     return {
       release: async () => {
-        if (stopped && !held.locked) return;
+        if (released) return;
+        released = true;
         stopped = true;
         clearInterval(timer);
         // Ending the session drops its lock.
