@@ -47,6 +47,30 @@ export const toEntry = (row: LedgerRow): LedgerEntry => ({
   createdAt: row.created_at,
 });
 
+/**
+ * A settlement batch's totals, for both backends: per account (the amount and the latest
+ * time) and per key (the spend). Throws for an amount that is not a non-negative integer.
+ */
+export function batchTotals(inputs: readonly ChargeInput[]): { perAccount: Map<string, { total: number; now: number }>; perKey: Map<string, number> } {
+    const perAccount = new Map<string, { total: number; now: number }>();
+    const perKey = new Map<string, number>();
+    for (const input of inputs) {
+      if (!Number.isSafeInteger(input.amountMicros) || input.amountMicros < 0) throw new RangeError('charge amount must be a non-negative integer of µINR');
+      const account = perAccount.get(input.accountId);
+      if (account) {
+        account.total += input.amountMicros;
+        account.now = Math.max(account.now, input.now);
+      } else perAccount.set(input.accountId, { total: input.amountMicros, now: input.now });
+      if (input.apiKeyId && input.amountMicros > 0) perKey.set(input.apiKeyId, (perKey.get(input.apiKeyId) ?? 0) + input.amountMicros);
+    }
+  return { perAccount, perKey };
+}
+
+/** The charge of a settled call, none when it cost nothing. */
+export function chargeOf(costMicros: number, row: { accountId: string; requestId: string; apiKeyId: string | null; createdAt: number }): ChargeInput | undefined {
+  return costMicros > 0 ? { accountId: row.accountId, amountMicros: costMicros, requestId: row.requestId, apiKeyId: row.apiKeyId, now: row.createdAt } : undefined;
+}
+
 export interface CreditInput {
   accountId: string;
   amountMicros: number;
@@ -177,17 +201,7 @@ export class LedgerRepo {
    */
   chargeManyInTransaction(inputs: readonly ChargeInput[]): void {
     if (!this.db.inTransaction) throw new Error('chargeManyInTransaction needs an open transaction');
-    const perAccount = new Map<string, { total: number; now: number }>();
-    const perKey = new Map<string, number>();
-    for (const input of inputs) {
-      if (!Number.isSafeInteger(input.amountMicros) || input.amountMicros < 0) throw new RangeError('charge amount must be a non-negative integer of µINR');
-      const account = perAccount.get(input.accountId);
-      if (account) {
-        account.total += input.amountMicros;
-        account.now = Math.max(account.now, input.now);
-      } else perAccount.set(input.accountId, { total: input.amountMicros, now: input.now });
-      if (input.apiKeyId && input.amountMicros > 0) perKey.set(input.apiKeyId, (perKey.get(input.apiKeyId) ?? 0) + input.amountMicros);
-    }
+    const { perAccount, perKey } = batchTotals(inputs);
     // The balance before the batch, per account; each entry then takes its own step down.
     const running = new Map<string, number>();
     for (const [accountId, { total, now }] of perAccount) {

@@ -5,24 +5,16 @@ import { KeysRepo, type KeyRecord } from '../../src/store/keys.js';
 import { SessionsRepo } from '../../src/store/sessions.js';
 import { PgAccounts, PgKeys, PgSessions } from '../../src/store/pg/accounts.js';
 import { connectPostgres, migratePostgres, type PgSql } from '../../src/store/pg/db.js';
-import { postgresSkipReason, scratchDatabase, type ScratchDatabase } from '../support/postgres.js';
+import { postgresSkipReason, scratchForFile, type ScratchDatabase } from '../support/postgres.js';
 
 /** Accounts, keys and ended sessions on PostgreSQL, step for step against the SQLite repos. */
 
 const skip = postgresSkipReason();
 let db: ScratchDatabase;
 let sql: PgSql;
-
-t.before(async () => {
-  if (skip) return;
-  db = await scratchDatabase();
-  sql = connectPostgres(db.url, { max: 2 });
-  await migratePostgres(sql);
-});
-t.teardown(async () => {
-  if (skip) return;
-  await sql.end({ timeout: 2 });
-  await db.drop();
+scratchForFile({ max: 2, migrate: true }, async (database, pool) => {
+  db = database;
+  sql = pool;
 });
 
 t.test('the same records and rules as SQLite', { skip }, async (t) => {

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { connectPostgres, migratePostgres, type PgSql } from '../../src/store/pg/db.js';
 import { PgLedger } from '../../src/store/pg/ledger.js';
-import { postgresSkipReason, scratchDatabase, type ScratchDatabase } from '../support/postgres.js';
+import { postgresSkipReason, scratchForFile, type ScratchDatabase } from '../support/postgres.js';
 
 /**
  * The wallet on PostgreSQL: top-ups once per reference and charges once per request id even
@@ -12,20 +12,12 @@ import { postgresSkipReason, scratchDatabase, type ScratchDatabase } from '../su
 const skip = postgresSkipReason();
 let db: ScratchDatabase;
 let sql: PgSql;
-
-t.before(async () => {
-  if (skip) return;
-  db = await scratchDatabase();
-  sql = connectPostgres(db.url, { max: 4 });
-  await migratePostgres(sql);
+scratchForFile({ max: 4, migrate: true }, async (database, pool) => {
+  db = database;
+  sql = pool;
   const now = Date.now();
   for (const id of ['acc_a', 'acc_b']) await sql`INSERT INTO accounts (id, email, name, role, created_at, updated_at) VALUES (${id}, ${`${id}@example.com`}, ${id}, 'user', ${now}, ${now})`;
   await sql`INSERT INTO api_keys (id, account_id, name, key_hash, masked_key, rate_limit, created_at) VALUES ('key_a', 'acc_a', 'k', 'hash-a', 'sk-…', 100, ${now})`;
-});
-t.teardown(async () => {
-  if (skip) return;
-  await sql.end({ timeout: 2 });
-  await db.drop();
 });
 
 async function balance(accountId: string): Promise<number> {

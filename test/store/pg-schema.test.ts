@@ -2,7 +2,7 @@ import t from 'tap';
 import { MigrationError } from '../../src/store/db.js';
 import { connectPostgres, latestPgVersion, migratePostgres, pgSchemaVersion, type PgSql } from '../../src/store/pg/db.js';
 import { PG_MIGRATIONS } from '../../src/store/pg/migrations.js';
-import { postgresSkipReason, scratchDatabase, type ScratchDatabase } from '../support/postgres.js';
+import { postgresSkipReason, scratchDatabase, scratchForFile, type ScratchDatabase } from '../support/postgres.js';
 
 /**
  * The PostgreSQL schema (issue 16): migrations applied once when daemons start together, a
@@ -12,16 +12,9 @@ import { postgresSkipReason, scratchDatabase, type ScratchDatabase } from '../su
 const skip = postgresSkipReason();
 let db: ScratchDatabase;
 let sql: PgSql;
-
-t.before(async () => {
-  if (skip) return;
-  db = await scratchDatabase();
-  sql = connectPostgres(db.url, { max: 4 });
-});
-t.teardown(async () => {
-  if (skip) return;
-  await sql.end({ timeout: 2 });
-  await db.drop();
+scratchForFile({ max: 4, migrate: false }, async (database, pool) => {
+  db = database;
+  sql = pool;
 });
 
 t.test('three daemons starting together: each migration applied once', { skip }, async (t) => {

@@ -3,24 +3,16 @@ import { openDatabase } from '../../src/store/db.js';
 import { UsageRepo, type NewUsage, type UsageFilter, type UsageRecord } from '../../src/store/usage.js';
 import { connectPostgres, migratePostgres, type PgSql } from '../../src/store/pg/db.js';
 import { PgUsage } from '../../src/store/pg/usage.js';
-import { postgresSkipReason, scratchDatabase, type ScratchDatabase } from '../support/postgres.js';
+import { postgresSkipReason, scratchForFile, type ScratchDatabase } from '../support/postgres.js';
 
 /** Usage rows on PostgreSQL answer every query exactly as the SQLite repo does on the same rows. */
 
 const skip = postgresSkipReason();
 let db: ScratchDatabase;
 let sql: PgSql;
-
-t.before(async () => {
-  if (skip) return;
-  db = await scratchDatabase();
-  sql = connectPostgres(db.url, { max: 2 });
-  await migratePostgres(sql);
-});
-t.teardown(async () => {
-  if (skip) return;
-  await sql.end({ timeout: 2 });
-  await db.drop();
+scratchForFile({ max: 2, migrate: true }, async (database, pool) => {
+  db = database;
+  sql = pool;
 });
 
 const DAY = 86_400_000;

@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
+import t from 'tap';
+import { connectPostgres, migratePostgres, type PgSql } from '../../src/store/pg/db.js';
 
 /**
  * Tests that need PostgreSQL use the real server at PG_ADMIN_URL (a role that may create
@@ -57,4 +59,25 @@ export async function scratchDatabase(): Promise<ScratchDatabase> {
       }
     },
   };
+}
+
+/**
+ * A scratch database for a whole test file, opened before its tests (skipped when PostgreSQL
+ * is unreachable, as postgresSkipReason says) and dropped after: `opened` receives it and a
+ * pool of `max` connections, the schema migrated when `migrate` is set.
+ */
+export function scratchForFile(options: { max: number; migrate: boolean }, opened: (database: ScratchDatabase, sql: PgSql) => void | Promise<void>): void {
+  if (postgresSkipReason()) return;
+  let database: ScratchDatabase | undefined;
+  let sql: PgSql | undefined;
+  t.before(async () => {
+    database = await scratchDatabase();
+    sql = connectPostgres(database.url, { max: options.max });
+    if (options.migrate) await migratePostgres(sql);
+    await opened(database, sql);
+  });
+  t.teardown(async () => {
+    await sql?.end({ timeout: 2 });
+    await database?.drop();
+  });
 }

@@ -7,7 +7,7 @@ import { GatewayError, isGatewayError } from '../errors.js';
 import { costMicros } from '../pricing.js';
 import { BillingJournal, orphanJournals } from '../../store/billing-journal.js';
 import { isTransient, isUniqueViolation } from '../../store/errors.js';
-import type { ChargeInput } from '../../store/ledger.js';
+import { chargeOf, type ChargeInput } from '../../store/ledger.js';
 import type { LocalWrites, Store } from '../../store/types.js';
 import type { CacheOutcome, NewUsage, UsageRecord } from '../../store/usage.js';
 
@@ -372,7 +372,8 @@ export class Settlement {
     const records: UsageRecord[] = [];
     const charges: ChargeInput[] = [];
     for (const { costMicros: cost, row } of batch) {
-      if (cost > 0) charges.push({ accountId: row.accountId, amountMicros: cost, requestId: row.requestId, apiKeyId: row.apiKeyId, now: row.createdAt });
+      const charge = chargeOf(cost, row);
+      if (charge) charges.push(charge);
     }
     const done: Queued[] = [];
     try {
@@ -387,10 +388,8 @@ export class Settlement {
       }
       for (const queued of batch) {
         try {
-          const cost = queued.costMicros;
-          const row = queued.row;
-          const charge = cost > 0 ? [{ accountId: row.accountId, amountMicros: cost, requestId: row.requestId, apiKeyId: row.apiKeyId, now: row.createdAt }] : [];
-          records.push(...(await this.settleRetrying(charge, [row])));
+          const charge = chargeOf(queued.costMicros, queued.row);
+          records.push(...(await this.settleRetrying(charge ? [charge] : [], [queued.row])));
           done.push(queued);
         } catch (rowError) {
           if (isUniqueViolation(rowError)) {
@@ -457,7 +456,8 @@ export class Settlement {
     try {
       const charges: ChargeInput[] = [];
       for (const { costMicros: cost, row } of batch) {
-        if (cost > 0) charges.push({ accountId: row.accountId, amountMicros: cost, requestId: row.requestId, apiKeyId: row.apiKeyId, now: row.createdAt });
+        const charge = chargeOf(cost, row);
+        if (charge) charges.push(charge);
       }
       records.push(...local.settle(charges, batch.map((entry) => entry.row)));
       done.push(...batch);
@@ -523,7 +523,7 @@ export class Settlement {
 
   /** One call in its own transaction. */
   private write(local: LocalWrites, cost: number, row: NewUsage): UsageRecord {
-    const charges = cost > 0 ? [{ accountId: row.accountId, amountMicros: cost, requestId: row.requestId, apiKeyId: row.apiKeyId, now: row.createdAt }] : [];
-    return local.settle(charges, [row])[0] as UsageRecord;
+    const charge = chargeOf(cost, row);
+    return local.settle(charge ? [charge] : [], [row])[0] as UsageRecord;
   }
 }

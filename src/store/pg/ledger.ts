@@ -1,4 +1,4 @@
-import { toEntry, type ChargeInput, type CreditInput, type LedgerEntry, type LedgerKind, type LedgerRow } from '../ledger.js';
+import { batchTotals, toEntry, type ChargeInput, type CreditInput, type LedgerEntry, type LedgerKind, type LedgerRow } from '../ledger.js';
 import { isUniqueViolation } from '../errors.js';
 import type { PgSql } from './db.js';
 
@@ -51,17 +51,7 @@ export class PgLedger {
    * fail (unique index), as in SQLite; the caller then applies the calls one by one.
    */
   async chargeMany(inputs: readonly ChargeInput[], more?: (tx: Tx) => Promise<void>): Promise<void> {
-    const perAccount = new Map<string, { total: number; now: number }>();
-    const perKey = new Map<string, number>();
-    for (const input of inputs) {
-      if (!Number.isSafeInteger(input.amountMicros) || input.amountMicros < 0) throw new RangeError('charge amount must be a non-negative integer of µINR');
-      const account = perAccount.get(input.accountId);
-      if (account) {
-        account.total += input.amountMicros;
-        account.now = Math.max(account.now, input.now);
-      } else perAccount.set(input.accountId, { total: input.amountMicros, now: input.now });
-      if (input.apiKeyId && input.amountMicros > 0) perKey.set(input.apiKeyId, (perKey.get(input.apiKeyId) ?? 0) + input.amountMicros);
-    }
+    const { perAccount, perKey } = batchTotals(inputs);
     await this.sql.begin(async (raw) => {
       const tx = raw as unknown as Tx;
       // Accounts in a fixed order: two daemons' batches lock shared wallets without deadlock.
