@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 /** HTTP client for the daemon's management API (and the public catalog). */
 
 export class CliError extends Error {
@@ -44,13 +45,13 @@ export class ManagementClient {
   /** Opens a long-lived GET (SSE) and returns the response body stream. */
   async stream(path: string, query: Query, signal: AbortSignal): Promise<AsyncIterable<Buffer>> {
     const response = await this.send('GET', path, { query, signal, headers: { accept: 'text/event-stream' } });
-    if (response.statusCode >= 400) throw await errorFrom(response.statusCode, await response.body.text());
+    if (response.statusCode >= 400) throw await errorFrom(response.statusCode, await response.text());
     return response.body;
   }
 
   private async call<T>(method: string, path: string, init: { query?: Query | undefined; body?: unknown; headers?: Record<string, string> }): Promise<T> {
     const response = await this.send(method, path, init);
-    const text = await response.body.text();
+    const text = await response.text();
     if (response.statusCode >= 400) throw await errorFrom(response.statusCode, text);
     try {
       return JSON.parse(text) as T;
@@ -59,28 +60,43 @@ export class ManagementClient {
     }
   }
 
-  private async send(method: string, path: string, init: { query?: Query | undefined; body?: unknown; headers?: Record<string, string>; signal?: AbortSignal }) {
+  private async send(method: string, path: string, init: { query?: Query | undefined; body?: unknown; headers?: Record<string, string>; signal?: AbortSignal }): Promise<Reply> {
     const url = new URL(path, this.options.url.endsWith('/') ? this.options.url : `${this.options.url}/`);
     for (const [name, value] of Object.entries(init.query ?? {})) if (value !== undefined) url.searchParams.set(name, String(value));
     const headers: Record<string, string> = { ...init.headers };
     if (this.options.key) headers.authorization = `Bearer ${this.options.key}`;
-    if (init.body !== undefined) headers['content-type'] = 'application/json';
+    const body = init.body === undefined ? undefined : JSON.stringify(init.body);
+    if (body !== undefined) {
+      headers['content-type'] = 'application/json';
+      headers['content-length'] = String(Buffer.byteLength(body));
+    }
     try {
-      // Loaded here, not at the top: `gateway serve` imports this module too, and a daemon has
-      // no use for undici's index (src/providers/shared/http-agent.ts).
-      const { request } = await import('undici');
-      return await request(url, {
-        method: method as 'GET',
-        headers,
-        body: init.body === undefined ? null : JSON.stringify(init.body),
-        signal: init.signal ?? null,
+      // node:http, not undici: undici's index takes ~0.1 s to load, most of a CLI call's budget.
+      const { request } = url.protocol === 'https:' ? await import('node:https') : await import('node:http');
+      const response = await new Promise<IncomingMessage>((resolve, reject) => {
+        const req = request(url, { method, headers, ...(init.signal ? { signal: init.signal } : {}) }, resolve);
+        req.once('error', reject);
+        req.end(body);
       });
+      return { statusCode: response.statusCode ?? 0, body: response, text: () => readAll(response) };
     } catch (error) {
       if ((error as Error).name === 'AbortError') throw error;
       const code = (error as { code?: string }).code ?? (error as Error).message;
       throw new CliError(`cannot reach the gateway at ${this.options.url} (${code}): is \`gateway serve\` running? (set --url or GATEWAY_URL)`);
     }
   }
+}
+
+interface Reply {
+  statusCode: number;
+  body: AsyncIterable<Buffer>;
+  text(): Promise<string>;
+}
+
+async function readAll(body: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of body) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 async function errorFrom(status: number, text: string): Promise<CliError> {

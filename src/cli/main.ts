@@ -1,6 +1,6 @@
 import { Command, CommanderError } from 'commander';
-import { ConfigError } from '../config/load.js';
-import { MigrationError } from '../store/db.js';
+import { ConfigError } from '../config/errors.js';
+import { MigrationError } from '../store/migration-error.js';
 import { CliError } from './client.js';
 import { registerServeCommand } from './commands/serve.js';
 import { processIo, type Io } from './io.js';

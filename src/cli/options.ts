@@ -1,5 +1,4 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import { loadConfig } from '../config/load.js';
 import { parseInr } from '../core/money.js';
 import { parseIsoDate } from '../core/time.js';
 import { ManagementClient } from './client.js';
@@ -26,22 +25,24 @@ export function withClientOptions(command: Command): Command {
     .option('--json', 'print one JSON document on stdout');
 }
 
-export function gatewayUrl(flags: ClientFlags, io: Io): string {
+/** --url, else $GATEWAY_URL, else the config file's server address (the config loader loads only then). */
+export async function gatewayUrl(flags: ClientFlags, io: Io): Promise<string> {
   if (flags.url) return flags.url;
   if (io.env.GATEWAY_URL) return io.env.GATEWAY_URL;
+  const { loadConfig } = await import('../config/load.js');
   const config = loadConfig({ ...(flags.config ? { file: flags.config } : {}), env: io.env });
   const host = config.server.host === '0.0.0.0' || config.server.host === '::' ? '127.0.0.1' : config.server.host;
   return `http://${host.includes(':') ? `[${host}]` : host}:${config.server.port}`;
 }
 
-export function managementClient(flags: ClientFlags, io: Io): ManagementClient {
+export async function managementClient(flags: ClientFlags, io: Io): Promise<ManagementClient> {
   const key = flags.key ?? io.env.GATEWAY_ADMIN_KEY;
   if (!key) throw new UsageError('no management key: pass --key akm-… or set GATEWAY_ADMIN_KEY');
-  return new ManagementClient({ url: gatewayUrl(flags, io), key });
+  return new ManagementClient({ url: await gatewayUrl(flags, io), key });
 }
 
-export function publicClient(flags: ClientFlags, io: Io): ManagementClient {
-  return new ManagementClient({ url: gatewayUrl(flags, io) });
+export async function publicClient(flags: ClientFlags, io: Io): Promise<ManagementClient> {
+  return new ManagementClient({ url: await gatewayUrl(flags, io) });
 }
 
 // Argument parsers: a bad value is a usage error (exit 2) with the rule in the message.

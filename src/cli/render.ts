@@ -1,12 +1,27 @@
 import type { ReactNode } from 'react';
-import { renderToString } from 'ink';
 import { formatInrDisplay, parseInr } from '../core/money.js';
 import type { Io } from './io.js';
 
-/** `--json`: one JSON document on stdout; otherwise the Ink view, rendered once. */
-export function emit(io: Io, json: boolean | undefined, doc: unknown, view: () => ReactNode): void {
-  if (json) io.out(`${JSON.stringify(doc, null, 2)}\n`);
-  else io.out(`${renderToString(view(), { columns: io.columns })}\n`);
+/** The views and Ink, as one module namespace: loaded by the first human-readable output. */
+export type Ui = typeof import('./ui/index.js');
+
+let ui: Promise<Ui> | undefined;
+export function loadUi(): Promise<Ui> {
+  ui ??= import('./ui/index.js');
+  return ui;
+}
+
+/**
+ * `--json`: one JSON document on stdout (Ink and React never load); otherwise the view, rendered
+ * once with Ink.
+ */
+export async function emit(io: Io, json: boolean | undefined, doc: unknown, view: (ui: Ui) => ReactNode): Promise<void> {
+  if (json) {
+    io.out(`${JSON.stringify(doc, null, 2)}\n`);
+    return;
+  }
+  const loaded = await loadUi();
+  io.out(`${loaded.renderToString(view(loaded), { columns: io.columns })}\n`);
 }
 
 /** An INR number from the API, for people: "₹1,234.50". */

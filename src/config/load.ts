@@ -22,17 +22,12 @@ import {
 import { interpolateEnv } from './interpolate.js';
 import { PROVIDER_TYPES, type CacheConfig, type GatewayConfig, type ProviderType, type ModelConfig, type OutboundConfig, type ProviderConfig } from './types.js';
 
+import { ConfigError } from './errors.js';
+
+export { ConfigError };
+
 /** YAML ► ${ENV} interpolation ► defaults ► validation with path-precise messages ► frozen object. */
 
-export class ConfigError extends Error {
-  constructor(
-    readonly source: string,
-    readonly problems: readonly string[],
-  ) {
-    super(`invalid configuration (${source}):\n${problems.map((line) => `  ${line}`).join('\n')}`);
-    this.name = 'ConfigError';
-  }
-}
 
 export const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const BUILTIN_CATALOG = resolve(PACKAGE_ROOT, 'config/models.yaml');

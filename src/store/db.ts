@@ -1,13 +1,12 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
+import { MigrationError } from './migration-error.js';
 import { MIGRATIONS, type Migration } from './migrations.js';
 
 export type Db = Database.Database;
 
-export class MigrationError extends Error {
-  override name = 'MigrationError';
-}
+export { MigrationError } from './migration-error.js';
 
 export interface OpenOptions {
   busyTimeoutMs?: number;

@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { Table, Details, Success } from '../ui/components.js';
 import { emit, inr, when } from '../render.js';
 import type { Io } from '../io.js';
 import { intArg, managementClient, withClientOptions, type ClientFlags } from '../options.js';
@@ -16,11 +15,11 @@ export function registerAccountCommands(program: Command, io: Io): void {
     .action(async (flags: ClientFlags & { email: string; name: string; password?: string; role: string }) => {
       const body: Record<string, string> = { email: flags.email, name: flags.name, role: flags.role };
       if (flags.password !== undefined) body.password = flags.password;
-      const account = await managementClient(flags, io).post<AccountView>('/api/management/accounts', body);
-      emit(io, flags.json, account, () => (
+      const account = await (await managementClient(flags, io)).post<AccountView>('/api/management/accounts', body);
+      await emit(io, flags.json, account, (ui) => (
         <>
-          <Success message={`account ${account.email} created`} />
-          <Details entries={[['id', account.id], ['name', account.name], ['role', account.role], ['balance', inr(account.balance)]]} />
+          <ui.Success message={`account ${account.email} created`} />
+          <ui.Details entries={[['id', account.id], ['name', account.name], ['role', account.role], ['balance', inr(account.balance)]]} />
         </>
       ));
     });
@@ -29,9 +28,9 @@ export function registerAccountCommands(program: Command, io: Io): void {
     .option('--limit <n>', 'rows to show', intArg(1, 1000), 100)
     .option('--offset <n>', 'rows to skip', intArg(0, Number.MAX_SAFE_INTEGER), 0)
     .action(async (flags: ClientFlags & { limit: number; offset: number }) => {
-      const list = await managementClient(flags, io).get<ListOf<AccountView>>('/api/management/accounts', { limit: flags.limit, offset: flags.offset });
-      emit(io, flags.json, list, () => (
-        <Table
+      const list = await (await managementClient(flags, io)).get<ListOf<AccountView>>('/api/management/accounts', { limit: flags.limit, offset: flags.offset });
+      await emit(io, flags.json, list, (ui) => (
+        <ui.Table
           rows={list.data}
           empty="no accounts"
           columns={[

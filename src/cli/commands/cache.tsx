@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { Details, Success } from '../ui/components.js';
 import { emit } from '../render.js';
 import type { Io } from '../io.js';
 import { managementClient, UsageError, withClientOptions, type ClientFlags } from '../options.js';
@@ -32,10 +31,10 @@ export function registerCacheCommands(program: Command, io: Io): void {
   const cache = program.command('cache').description('the response cache: what it holds, and purges');
 
   withClientOptions(cache.command('stats').description('what the response cache holds (admin key)')).action(async (flags: ClientFlags) => {
-    const view = await managementClient(flags, io).get<CacheView>('/api/management/cache');
-    emit(io, flags.json, view, () =>
+    const view = await (await managementClient(flags, io)).get<CacheView>('/api/management/cache');
+    await emit(io, flags.json, view, (ui) =>
       view.enabled ? (
-        <Details
+        <ui.Details
           entries={[
             ['entries', `${view.entries ?? 0} (${view.semantic_entries ?? 0} with a semantic vector), ${mb(view.bytes)} of ${mb(view.max_bytes)}, at most ${view.max_entries ?? 0}`],
             ...(view.redis ? ([['exact tier in Redis', `${view.redis.entries} entries, ${mb(view.redis.bytes)}`]] as [string, string][]) : []),
@@ -46,7 +45,7 @@ export function registerCacheCommands(program: Command, io: Io): void {
           ]}
         />
       ) : (
-        <Success message="the response cache is off (cache.enabled in the daemon's config)" />
+        <ui.Success message="the response cache is off (cache.enabled in the daemon's config)" />
       ),
     );
   });
@@ -57,7 +56,7 @@ export function registerCacheCommands(program: Command, io: Io): void {
     .action(async (flags: ClientFlags & { email?: string; all?: boolean }) => {
       if ((flags.all === true) === (flags.email !== undefined)) throw new UsageError('give --email <account> or --all');
       const path = flags.all ? '/api/management/cache' : `/api/management/cache?account=${encodeURIComponent(flags.email ?? '')}`;
-      const view = await managementClient(flags, io).delete<PurgeView>(path);
-      emit(io, flags.json, view, () => <Success message={`removed ${view.removed} cached answer${view.removed === 1 ? '' : 's'}${view.account_id ? ` of ${flags.email ?? view.account_id}` : ' (every account)'}`} />);
+      const view = await (await managementClient(flags, io)).delete<PurgeView>(path);
+      await emit(io, flags.json, view, (ui) => <ui.Success message={`removed ${view.removed} cached answer${view.removed === 1 ? '' : 's'}${view.account_id ? ` of ${flags.email ?? view.account_id}` : ' (every account)'}`} />);
     });
 }

@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { Details, Success } from '../ui/components.js';
 import { emit, inr } from '../render.js';
 import type { Io } from '../io.js';
 import { UsageError } from '../options.js';
@@ -19,10 +18,10 @@ export function registerDbCommands(program: Command, io: Io): void {
       const { copySqliteToPostgres } = await import('../../store/pg/copy.js');
       {
         const report = await copySqliteToPostgres(flags.from, flags.to);
-        emit(io, flags.json, report, () => (
+        await emit(io, flags.json, report, (ui) => (
           <>
-            <Success message={`copied ${flags.from} into PostgreSQL; every balance equals its ledger on both sides`} />
-            <Details
+            <ui.Success message={`copied ${flags.from} into PostgreSQL; every balance equals its ledger on both sides`} />
+            <ui.Details
               entries={[
                 ...report.tables.map(({ table, rows }): [string, string] => [table, `${rows} rows`]),
                 ['balances', `${inr(report.balanceMicros / 1e6)} over ${report.accounts} accounts (= the ledger's sum)`],

@@ -1,12 +1,4 @@
 import type { Command } from 'commander';
-import { loadConfig } from '../../config/load.js';
-import { isGatewayError } from '../../core/errors.js';
-import { initializeFirstAdmin } from '../../core/management/init.js';
-import { requiredEmail, requiredString } from '../../core/validate.js';
-import { openStore } from '../../store/open.js';
-import { requiredPassword } from '../../api/auth.js';
-import { presentAccount, presentKey } from '../../api/presenters.js';
-import { SecretReveal } from '../ui/components.js';
 import { CliError } from '../client.js';
 import { emit } from '../render.js';
 import type { Io } from '../io.js';
@@ -26,6 +18,16 @@ export function registerInitCommand(program: Command, io: Io): void {
     .option('--config <file>', 'config file (for the database path)')
     .option('--json', 'print one JSON document on stdout')
     .action(async (flags: { email: string; name: string; password?: string; config?: string; json?: boolean }) => {
+      // The store, validation and presenters load here, for this command only.
+      const [{ loadConfig }, { isGatewayError }, { initializeFirstAdmin }, { requiredEmail, requiredString }, { openStore }, { requiredPassword }, { presentAccount, presentKey }] = await Promise.all([
+        import('../../config/load.js'),
+        import('../../core/errors.js'),
+        import('../../core/management/init.js'),
+        import('../../core/validate.js'),
+        import('../../store/open.js'),
+        import('../../api/auth.js'),
+        import('../../api/presenters.js'),
+      ]);
       const raw = { email: flags.email, name: flags.name, password: flags.password ?? io.env.GATEWAY_INIT_PASSWORD };
       let input: { email: string; name: string; password: string };
       try {
@@ -39,8 +41,8 @@ export function registerInitCommand(program: Command, io: Io): void {
       try {
         const result = await initializeFirstAdmin(store, { ...input, bcryptRounds: config.auth.bcryptRounds });
         const doc = { account: presentAccount(result.account), management_key: result.secret, key: presentKey(result.key, Date.now()) };
-        emit(io, flags.json, doc, () => (
-          <SecretReveal
+        await emit(io, flags.json, doc, (ui) => (
+          <ui.SecretReveal
             label="Admin management key"
             secret={result.secret}
             entries={[

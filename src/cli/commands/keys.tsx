@@ -1,6 +1,5 @@
 import { Option, type Command } from 'commander';
-import { SecretReveal, Success, Table } from '../ui/components.js';
-import { emit, inr, when } from '../render.js';
+import { emit, inr, when, type Ui } from '../render.js';
 import type { Io } from '../io.js';
 import { dateArg, inrArg, intArg, managementClient, withClientOptions, type ClientFlags } from '../options.js';
 import type { KeyView, ListOf } from './types.js';
@@ -48,10 +47,10 @@ function keyEntries(key: KeyView): [string, string][] {
   return entries;
 }
 
-function KeyTable({ keys }: { keys: KeyView[] }) {
+function KeyTable({ keys, ui }: { keys: KeyView[]; ui: Ui }) {
   const api = keys.some((key) => key.object === 'api_key');
   return (
-    <Table
+    <ui.Table
       rows={keys}
       empty="no keys"
       columns={[
@@ -94,16 +93,16 @@ export function registerKeyCommands(program: Command, io: Io, kind: Kind): void 
       .option('--no-cache', 'the response cache neither serves nor stores this key\'s calls');
   }
   create.action(async (flags: KeyFlags) => {
-    const key = await managementClient(flags, io).post<KeyView>(accountPath(flags.email), keyBody(kind, flags));
+    const key = await (await managementClient(flags, io)).post<KeyView>(accountPath(flags.email), keyBody(kind, flags));
     const secret = (kind === 'api' ? key.api_key : key.management_key) ?? '';
-    emit(io, flags.json, key, () => <SecretReveal label={`New ${label}`} secret={secret} entries={keyEntries(key)} />);
+    await emit(io, flags.json, key, (ui) => <ui.SecretReveal label={`New ${label}`} secret={secret} entries={keyEntries(key)} />);
   });
 
   withClientOptions(group.command('list').description(`list ${label}s (no secrets)`))
     .option('--email <email>', 'the account (default: the management key\'s own account)')
     .action(async (flags: KeyFlags) => {
-      const list = await managementClient(flags, io).get<ListOf<KeyView>>(accountPath(flags.email));
-      emit(io, flags.json, list, () => <KeyTable keys={list.data} />);
+      const list = await (await managementClient(flags, io)).get<ListOf<KeyView>>(accountPath(flags.email));
+      await emit(io, flags.json, list, (ui) => <KeyTable ui={ui} keys={list.data} />);
     });
 
   if (kind === 'api') {
@@ -114,11 +113,11 @@ export function registerKeyCommands(program: Command, io: Io, kind: Kind): void 
       .option('--expires-at <when>', 'ISO 8601 date-time, YYYY-MM-DD, or "never"', dateArg)
       .addOption(new Option('--cache <on|off>', 'whether the response cache serves and stores this key\'s calls').choices(['on', 'off']))
       .action(async (id: string, flags: KeyFlags) => {
-        const key = await managementClient(flags, io).patch<KeyView>(`/api/management/${SEGMENT[kind]}/${encodeURIComponent(id)}`, keyBody(kind, flags));
-        emit(io, flags.json, key, () => (
+        const key = await (await managementClient(flags, io)).patch<KeyView>(`/api/management/${SEGMENT[kind]}/${encodeURIComponent(id)}`, keyBody(kind, flags));
+        await emit(io, flags.json, key, (ui) => (
           <>
-            <Success message={`${label} ${key.id} updated`} />
-            <KeyTable keys={[key]} />
+            <ui.Success message={`${label} ${key.id} updated`} />
+            <KeyTable ui={ui} keys={[key]} />
           </>
         ));
       });
@@ -126,8 +125,8 @@ export function registerKeyCommands(program: Command, io: Io, kind: Kind): void 
 
   withClientOptions(group.command('revoke').description(`revoke ${aLabel} at once`).argument('<id>', kind === 'api' ? 'key id (key_…)' : 'key id (mk_…)')).action(
     async (id: string, flags: KeyFlags) => {
-      const key = await managementClient(flags, io).delete<KeyView>(`/api/management/${SEGMENT[kind]}/${encodeURIComponent(id)}`);
-      emit(io, flags.json, key, () => <Success message={`${label} ${key.id} (${key.masked_key}) revoked`} />);
+      const key = await (await managementClient(flags, io)).delete<KeyView>(`/api/management/${SEGMENT[kind]}/${encodeURIComponent(id)}`);
+      await emit(io, flags.json, key, (ui) => <ui.Success message={`${label} ${key.id} (${key.masked_key}) revoked`} />);
     },
   );
 }

@@ -1,8 +1,3 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { CallToolRequestSchema, ListResourcesRequestSchema, ListToolsRequestSchema, ReadResourceRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { Command } from 'commander';
 import type { Io } from '../io.js';
 import { gatewayUrl, UsageError, withClientOptions, type ClientFlags } from '../options.js';
@@ -17,8 +12,17 @@ export function registerMcpCommand(program: Command, io: Io): void {
   withClientOptions(program.command('mcp').description('run the management MCP server on stdio (for Claude Desktop, Claude Code, Cursor), relaying the daemon\'s /mcp')).action(async (flags: ClientFlags) => {
     const key = flags.key ?? io.env.GATEWAY_ADMIN_KEY;
     if (!key) throw new UsageError('no management key: pass --key akm-… or set GATEWAY_ADMIN_KEY');
+    // The MCP SDK (and zod) load only for this command.
+    const [{ Client }, { StreamableHTTPClientTransport }, { Server }, { StdioServerTransport }, { CallToolRequestSchema, ListResourcesRequestSchema, ListToolsRequestSchema, ReadResourceRequestSchema }] =
+      await Promise.all([
+        import('@modelcontextprotocol/sdk/client/index.js'),
+        import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+        import('@modelcontextprotocol/sdk/server/index.js'),
+        import('@modelcontextprotocol/sdk/server/stdio.js'),
+        import('@modelcontextprotocol/sdk/types.js'),
+      ]);
     const upstream = new Client({ name: 'gateway-mcp-stdio', version: '0.1.0' });
-    await upstream.connect(new StreamableHTTPClientTransport(new URL('/mcp', gatewayUrl(flags, io)), { requestInit: { headers: { authorization: `Bearer ${key}` } } }));
+    await upstream.connect(new StreamableHTTPClientTransport(new URL('/mcp', await gatewayUrl(flags, io)), { requestInit: { headers: { authorization: `Bearer ${key}` } } }));
     const info = upstream.getServerVersion() ?? { name: 'llm-gateway', version: '0.1.0' };
     const server = new Server({ name: info.name, version: info.version }, { capabilities: { tools: {}, resources: {} } });
     server.setRequestHandler(ListToolsRequestSchema, (request) => upstream.listTools(request.params));

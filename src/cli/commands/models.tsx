@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { Table } from '../ui/components.js';
 import { emit, inr } from '../render.js';
 import type { Io } from '../io.js';
 import { publicClient, withClientOptions, type ClientFlags } from '../options.js';
@@ -19,11 +18,11 @@ export function registerModelCommands(program: Command, io: Io): void {
     .option('--type <type>', 'only chat, embedding, speech, transcription or image models')
     .option('--provider <name>', 'only this provider\'s models')
     .action(async (flags: ClientFlags & { type?: string; provider?: string }) => {
-      const list = await publicClient(flags, io).get<ListOf<CatalogModelView>>('/api/models');
+      const list = await (await publicClient(flags, io)).get<ListOf<CatalogModelView>>('/api/models');
       const rows = list.data.filter((m) => (!flags.type || m.type === flags.type) && (!flags.provider || m.provider === flags.provider));
       const result = { ...list, data: rows };
-      emit(io, flags.json, result, () => (
-        <Table
+      await emit(io, flags.json, result, (ui) => (
+        <ui.Table
           rows={rows}
           empty="no models"
           columns={[

@@ -1,6 +1,4 @@
 import type { Command } from 'commander';
-import { loadConfig } from '../../config/load.js';
-import { startGateway } from '../../main.js';
 import type { Io } from '../io.js';
 import { intArg } from '../options.js';
 
@@ -12,6 +10,8 @@ export function registerServeCommand(program: Command, io: Io): void {
     .option('--config <file>', 'config file (default: $GATEWAY_CONFIG, else ./gateway.yaml, else built-in defaults)')
     .option('--port <port>', 'listen on this port instead of the config\'s', intArg(0, 65535))
     .action(async (flags: { config?: string; port?: number }) => {
+      // The daemon's modules load here, not with the CLI (so `gateway --help` does not pay for them).
+      const [{ loadConfig }, { startGateway }] = await Promise.all([import('../../config/load.js'), import('../../main.js')]);
       const config = loadConfig({ ...(flags.config ? { file: flags.config } : {}), env: io.env });
       const gateway = await startGateway(config, flags.port === undefined ? {} : { port: flags.port });
       await new Promise<void>((resolve) => {

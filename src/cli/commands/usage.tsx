@@ -1,10 +1,8 @@
 import type { Command } from 'commander';
-import { render } from 'ink';
 import { parseInr } from '../../core/money.js';
 import { SseParser } from '../../providers/shared/sse-parser.js';
-import { Table } from '../ui/components.js';
-import { addToTotals, NO_USAGE, usageColumns, UsageTail, type UsageTotals } from '../ui/usage.js';
-import { emit } from '../render.js';
+import { addToTotals, NO_USAGE, type UsageTotals } from '../usage-totals.js';
+import { emit, loadUi } from '../render.js';
 import type { Io } from '../io.js';
 import { dateArg, intArg, managementClient, withClientOptions, type ClientFlags } from '../options.js';
 import type { ListOf, UsageView } from './types.js';
@@ -39,14 +37,14 @@ export function registerUsageCommands(program: Command, io: Io): void {
     .option('--until <when>', 'before this time (ISO 8601 or YYYY-MM-DD)', dateArg)
     .option('--limit <n>', 'rows to show', intArg(1, 1000), 50)
     .action(async (flags: UsageFlags) => {
-      const list = await managementClient(flags, io).get<ListOf<UsageView>>('/api/management/usage', { ...filters(flags), since: flags.since, until: flags.until, limit: flags.limit });
-      emit(io, flags.json, list, () => <Table columns={usageColumns(list.data)} rows={list.data} empty="no calls" />);
+      const list = await (await managementClient(flags, io)).get<ListOf<UsageView>>('/api/management/usage', { ...filters(flags), since: flags.since, until: flags.until, limit: flags.limit });
+      await emit(io, flags.json, list, (ui) => <ui.Table columns={ui.usageColumns(list.data)} rows={list.data} empty="no calls" />);
     });
 
   withFilters(withClientOptions(usage.command('tail').description('follow calls live as they settle')))
     .option('--count <n>', 'stop after this many calls', intArg(1, Number.MAX_SAFE_INTEGER))
     .action(async (flags: UsageFlags) => {
-      const client = managementClient(flags, io);
+      const client = await managementClient(flags, io);
       const controller = new AbortController();
       const stop = (): void => controller.abort();
       process.once('SIGINT', stop);
@@ -55,7 +53,9 @@ export function registerUsageCommands(program: Command, io: Io): void {
       const rows: UsageView[] = [];
       let totals: UsageTotals = NO_USAGE;
       const url = client.baseUrl;
-      const view = live ? render(<UsageTail rows={rows} totals={totals} url={url} />, { exitOnCtrlC: false }) : undefined;
+      // Ink and the views load only for the live view (JSON lines and plain rows need neither).
+      const ui = live ? await loadUi() : undefined;
+      const view = ui ? ui.render(<ui.UsageTail rows={rows} totals={totals} url={url} />, { exitOnCtrlC: false }) : undefined;
       try {
         const body = await client.stream('/api/management/usage/stream', filters(flags), controller.signal);
         const parser = new SseParser();
@@ -66,11 +66,11 @@ export function registerUsageCommands(program: Command, io: Io): void {
             const cost = parseInr(row.cost);
             totals = addToTotals(totals, row, cost.ok ? cost.micros : 0);
             if (flags.json) io.out(`${JSON.stringify(row)}\n`);
-            else if (view) {
+            else if (view && ui) {
               rows.push(row);
               if (rows.length > 20) rows.shift();
-              view.rerender(<UsageTail rows={[...rows]} totals={totals} url={url} />);
-            } else emit(io, false, row, () => <Table columns={usageColumns([row])} rows={[row]} />);
+              view.rerender(<ui.UsageTail rows={[...rows]} totals={totals} url={url} />);
+            } else await emit(io, false, row, (ui) => <ui.Table columns={ui.usageColumns([row])} rows={[row]} />);
             if (flags.count !== undefined && totals.calls >= flags.count) controller.abort();
           }
         }

@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { Details, Success, Table } from '../ui/components.js';
 import { emit, inr, when } from '../render.js';
 import type { Io } from '../io.js';
 import { inrArg, intArg, managementClient, withClientOptions, type ClientFlags } from '../options.js';
@@ -25,13 +24,13 @@ export function registerWalletCommands(program: Command, io: Io): void {
       const body: Record<string, unknown> = { amount: flags.amount };
       if (flags.note !== undefined) body.note = flags.note;
       const headers: Record<string, string> = flags.reference ? { 'idempotency-key': flags.reference } : {};
-      const result = await managementClient(flags, io).post<TopupResult>(`${accountPath(flags.email)}/topups`, body, headers);
-      emit(io, flags.json, result, () => (
+      const result = await (await managementClient(flags, io)).post<TopupResult>(`${accountPath(flags.email)}/topups`, body, headers);
+      await emit(io, flags.json, result, (ui) => (
         <>
-          <Success
+          <ui.Success
             message={result.replayed ? `top-up ${flags.reference} was already applied; nothing changed` : `added ${inr(result.topup.amount)} to ${flags.email}`}
           />
-          <Details entries={[['balance', inr(result.balance)], ['ledger entry', String(result.topup.id)], ['reference', result.topup.reference ?? '—']]} />
+          <ui.Details entries={[['balance', inr(result.balance)], ['ledger entry', String(result.topup.id)], ['reference', result.topup.reference ?? '—']]} />
         </>
       ));
     });
@@ -39,17 +38,17 @@ export function registerWalletCommands(program: Command, io: Io): void {
   withClientOptions(wallet.command('balance').description('show an account\'s balance'))
     .option('--email <email>', 'the account (default: the key\'s own account)')
     .action(async (flags: ClientFlags & { email?: string }) => {
-      const result = await managementClient(flags, io).get<{ account_id: string; email: string; balance: number }>(`${accountPath(flags.email ?? 'me')}/balance`);
-      emit(io, flags.json, result, () => <Details entries={[['account', result.email], ['balance', inr(result.balance)]]} />);
+      const result = await (await managementClient(flags, io)).get<{ account_id: string; email: string; balance: number }>(`${accountPath(flags.email ?? 'me')}/balance`);
+      await emit(io, flags.json, result, (ui) => <ui.Details entries={[['account', result.email], ['balance', inr(result.balance)]]} />);
     });
 
   withClientOptions(wallet.command('ledger').description('list an account\'s ledger entries, newest first'))
     .option('--email <email>', 'the account (default: the key\'s own account)')
     .option('--limit <n>', 'rows to show', intArg(1, 1000), 50)
     .action(async (flags: ClientFlags & { email?: string; limit: number }) => {
-      const list = await managementClient(flags, io).get<ListOf<LedgerView>>(`${accountPath(flags.email ?? 'me')}/ledger`, { limit: flags.limit });
-      emit(io, flags.json, list, () => (
-        <Table
+      const list = await (await managementClient(flags, io)).get<ListOf<LedgerView>>(`${accountPath(flags.email ?? 'me')}/ledger`, { limit: flags.limit });
+      await emit(io, flags.json, list, (ui) => (
+        <ui.Table
           rows={list.data}
           empty="no ledger entries"
           columns={[

@@ -3,6 +3,7 @@ import type { UsageView } from '../commands/types.js';
 import { formatInrDisplay } from '../../core/money.js';
 import { inr } from '../render.js';
 import { Table, type Column } from './components.js';
+import { cacheTokens, type UsageTotals } from '../usage-totals.js';
 
 /** Usage rows and the live tail view: props in, no I/O. */
 
@@ -18,10 +19,6 @@ export const USAGE_COLUMNS: Column<UsageView>[] = [
   { title: 'STATUS', value: (u) => (u.error_type ? `${u.status} ${u.error_type}` : String(u.status)) },
 ];
 
-/** Prompt-cache tokens of a call: read and written (both part of IN); 0 from daemons without the field. */
-function cacheTokens(u: UsageView): { read: number; write: number } {
-  return { read: u.cache_read_tokens ?? 0, write: u.cache_write_tokens ?? 0 };
-}
 
 /**
  * "read/written" tokens of the provider's prompt cache (Anthropic's cache_control), for the calls
@@ -64,33 +61,6 @@ const UNIT_SHORT: Record<string, string> = { characters: 'chars', seconds: 's', 
 /** A media call's billed quantity with its unit ("412 chars", "31 s", "2 img"). */
 export function unitsText(u: Pick<UsageView, 'unit' | 'units'>): string {
   return `${u.units ?? 0} ${UNIT_SHORT[u.unit ?? ''] ?? u.unit ?? ''}`;
-}
-
-export interface UsageTotals {
-  calls: number;
-  failed: number;
-  inputTokens: number;
-  outputTokens: number;
-  /** Of inputTokens: read from and written to prompt caches. */
-  cacheReadTokens: number;
-  cacheWriteTokens: number;
-  /** µINR, summed exactly. */
-  costMicros: number;
-}
-
-export const NO_USAGE: UsageTotals = { calls: 0, failed: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costMicros: 0 };
-
-export function addToTotals(totals: UsageTotals, row: UsageView, costMicros: number): UsageTotals {
-  const cache = cacheTokens(row);
-  return {
-    calls: totals.calls + 1,
-    failed: totals.failed + (row.status >= 400 ? 1 : 0),
-    inputTokens: totals.inputTokens + row.input_tokens,
-    outputTokens: totals.outputTokens + row.output_tokens,
-    cacheReadTokens: totals.cacheReadTokens + cache.read,
-    cacheWriteTokens: totals.cacheWriteTokens + cache.write,
-    costMicros: totals.costMicros + costMicros,
-  };
 }
 
 export function UsageTail({ rows, totals, url }: { rows: UsageView[]; totals: UsageTotals; url: string }) {

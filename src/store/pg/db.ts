@@ -1,5 +1,5 @@
 import postgres, { type Sql } from 'postgres';
-import { MigrationError } from '../db.js';
+import { MigrationError } from '../migration-error.js';
 import { isTransient } from '../errors.js';
 import { PG_MIGRATIONS, type PgMigration } from './migrations.js';
 
