@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { App } from '../app.js';
 import { GatewayError } from '../core/errors.js';
-import { createMcpServer } from '../mcp/tools.js';
 import type { RequestContext, Route } from '../http/server.js';
 import type { Router } from '../http/router.js';
 import { requireManagementKey } from './guards.js';
@@ -41,6 +40,16 @@ function checkOrigin(ctx: RequestContext): void {
   if (host !== ctx.req.headers.host) throw refused(403, 'origin_not_allowed', `the MCP endpoint refuses requests from another origin (${origin.slice(0, 100)})`);
 }
 
+/**
+ * The MCP SDK, zod and the tool registry, loaded by the first request to /mcp (they hold ~25 MB
+ * resident that a daemon nobody manages over MCP never needs).
+ */
+let mcpModules: Promise<[typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js'), typeof import('../mcp/tools.js')]> | undefined;
+function loadMcp(): NonNullable<typeof mcpModules> {
+  mcpModules ??= Promise.all([import('@modelcontextprotocol/sdk/server/streamableHttp.js'), import('../mcp/tools.js')]);
+  return mcpModules;
+}
+
 export function registerMcpRoutes(router: Router<Route>, app: App): void {
   const sessions = new Map<string, McpSession>();
   const close = (id: string): void => {
@@ -76,6 +85,7 @@ export function registerMcpRoutes(router: Router<Route>, app: App): void {
       return;
     }
     if (ctx.method !== 'POST') throw refused(400, 'mcp_session_required', 'mcp-session-id header required: initialize a session with a POST first');
+    const [{ StreamableHTTPServerTransport }, { createMcpServer }] = await loadMcp();
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (sessionId) => {

@@ -1,4 +1,3 @@
-import { parseBuffer } from 'music-metadata';
 
 /** The media type of each audio file extension the transcription endpoints take. */
 export const AUDIO_TYPES: Readonly<Record<string, string>> = {
@@ -34,6 +33,8 @@ export interface AudioProbe {
  * A recording without a duration in its headers (a browser's WebM) is recognized without one.
  */
 export async function probeAudio(audio: Buffer, ...mimeTypes: Array<string | undefined>): Promise<AudioProbe> {
+  // Loaded by the first transcription, not with the daemon (~12 MB resident).
+  const { parseBuffer } = await import('music-metadata');
   let recognized = false;
   for (const mimeType of [...new Set([...mimeTypes, undefined])]) {
     try {

@@ -130,15 +130,28 @@ export async function startSimulator(key = 'sim-key'): Promise<Proc & { key: str
   return { ...procOf('simulator', child, match[1] as string), key };
 }
 
-/** The bare pass-through proxy (floor-proxy.ts) in front of the simulator. */
+/**
+ * The bare pass-through proxy (floor-proxy.ts) in front of the simulator, compiled to plain
+ * JavaScript first (esbuild, dependencies left as imports) and run by `node` with the gateway's
+ * own Node flags: no loader in either, so neither pays for one.
+ */
 export async function startFloor(simUrl: string, simKey: string, nodeArgs: string[] = []): Promise<Proc> {
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'test/bench/floor-proxy.ts', '--upstream', simUrl, '--key', simKey], {
+  const entry = await compileFloor();
+  const child = spawn(process.execPath, [...nodeArgs, entry, '--upstream', simUrl, '--key', simKey], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: cleanEnv(),
   });
   const match = await waitForStdout('floor', child, /floor listening on (http:\/\/[0-9.]+:\d+)/);
   return procOf('floor', child, match[1] as string);
+}
+
+/** test/bench/floor-proxy.ts as JavaScript in bench-results/.build/ (under the root, so its imports resolve to node_modules). */
+async function compileFloor(): Promise<string> {
+  const { build } = await import('esbuild');
+  const outfile = join(ROOT, 'bench-results/.build/floor-proxy.mjs');
+  await build({ entryPoints: [join(ROOT, 'test/bench/floor-proxy.ts')], outfile, bundle: true, packages: 'external', platform: 'node', format: 'esm', target: 'node20', logLevel: 'error' });
+  return outfile;
 }
 
 function cleanEnv(): NodeJS.ProcessEnv {
@@ -192,6 +205,8 @@ export interface GatewayProc extends Proc {
   logPath: string;
   keys: string[];
   accountId: string;
+  /** The admin's akm- key (`gateway init`'s). */
+  adminKey: string;
 }
 
 function cli(args: string[], env: NodeJS.ProcessEnv, root = ROOT): string {
@@ -284,7 +299,7 @@ async function setUpGateway(
     const key = await api(`/api/management/accounts/${account.id}/api-keys`, { name: `bench-${i}`, rate_limit: 10_000 });
     keys.push(key.api_key as string);
   }
-  return { ...proc, ...files, keys, accountId: account.id as string };
+  return { ...proc, ...files, keys, accountId: account.id as string, adminKey };
 }
 
 /** Deletes what a Redis-configured gateway left under its key prefix. */

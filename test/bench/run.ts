@@ -9,8 +9,9 @@ import { loadConfig } from '../../src/config/load.js';
 import { completionTokens } from '../support/simulator/tokens.js';
 import { closedLoop, EMBEDDING_INPUT, makeTarget, openLoop, SPEECH_INPUT, specFor, WORKLOADS, type ClosedResult, type Target, type WorkloadId } from './load.js';
 import { CLK_TCK, cleanRedisPrefix, gatewayRunsCompiled, localPostgresCpu, localRedisPid, memory, postgresCpuSince, startFloor, startGatewayProc, startSimulator, type GatewayProc, type Memory, type Proc } from './procs.js';
-import { evaluate, machineInfo, render, summarizeOpen, summarizeTarget, topSelfTime, writeResults, type BenchResult, type CacheBilling, type CacheLookupResult, type CacheOutcomes, type LedgerCheck, type ModelBilling, type OpenSummary, type WorkloadResult } from './report.js';
+import { evaluate, machineInfo, render, summarizeOpen, summarizeTarget, topSelfTime, writeResults, type BenchResult, type CacheBilling, type CacheLookupResult, type CacheOutcomes, type CliStartResult, type LedgerCheck, type ModelBilling, type OpenSummary, type WorkloadResult } from './report.js';
 import { slowStreams, type SlowStreamsResult } from './streams.js';
+import { cliStart } from './cli-start.js';
 import { redisReachable } from '../support/redis.js';
 
 /**
@@ -59,8 +60,8 @@ const OUT_DIR = join(ROOT, 'bench-results');
 // The cache workloads (three targets each) take the media workloads' rounds: together with the
 // extra daemon they add about a minute and a half to a full run.
 const plan = args.quick
-  ? { rounds: 2, openRounds: 2, mediaRounds: 2, mediaOpenRounds: 2, warmupMs: 500, closedWarmMs: 150, closedMs: 600, openMs: 1000, concurrency: 16, streams: 1000, chunkDelayMs: 1000, streamWaitMs: 5000, streamSettleMs: 1000, keys: 48, floorStreams: 0 }
-  : { rounds: 3, openRounds: 5, mediaRounds: 2, mediaOpenRounds: 3, warmupMs: 1500, closedWarmMs: 300, closedMs: 2500, openMs: 3000, concurrency: 16, streams: 1000, chunkDelayMs: 1000, streamWaitMs: 10_000, streamSettleMs: 2000, keys: 48, floorStreams: 1 };
+  ? { rounds: 2, openRounds: 2, fixedRounds: 2, mediaRounds: 2, mediaOpenRounds: 2, warmupMs: 500, closedWarmMs: 150, closedMs: 600, openMs: 1000, concurrency: 50, fixedRate: 200, streams: 1000, chunkDelayMs: 1000, streamWaitMs: 5000, streamSettleMs: 1000, keys: 64, floorStreams: 0, cliRuns: 5 }
+  : { rounds: 3, openRounds: 5, fixedRounds: 3, mediaRounds: 2, mediaOpenRounds: 3, warmupMs: 1500, closedWarmMs: 300, closedMs: 2500, openMs: 3000, concurrency: 50, fixedRate: 200, streams: 1000, chunkDelayMs: 1000, streamWaitMs: 10_000, streamSettleMs: 2000, keys: 64, floorStreams: 1, cliRuns: 15 };
 /** cache-lookup.ts sizes (entries per tier). */
 const LOOKUP_SIZES = args.quick ? '10000' : '10000,100000';
 /** The cache-enabled daemon's `cache:` section: exact tier for every model, no semantic tier. */
@@ -164,10 +165,12 @@ async function main(): Promise<void> {
   say(`starting the simulator, the floor and the gateway${args.redis || args.postgres ? 's' : ''} (gateway runs ${gatewayEntry})`);
   const sim = await startSimulator();
   procs.push(sim);
-  const floorProc = await startFloor(sim.url, sim.key);
-  procs.push(floorProc);
   const profileDir = join(OUT_DIR, 'profiles', new Date().toISOString().replace(/[:.]/g, '-'));
   if (args.profile) mkdirSync(profileDir, { recursive: true });
+  // The floor and every gateway run under the same Node flags (none, or --cpu-prof for --profile).
+  const nodeArgs = args.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+  const floorProc = await startFloor(sim.url, sim.key, nodeArgs);
+  procs.push(floorProc);
   const gateways: GatewayProc[] = [];
   const start = async (name: string, store: { redis?: { url: string; keyPrefix: string }; databaseUrl?: string; cache?: Record<string, unknown> } = {}): Promise<void> => {
     const { redis, databaseUrl, cache } = store;
@@ -179,7 +182,7 @@ async function main(): Promise<void> {
       ...(redis ? { redis } : {}),
       ...(databaseUrl ? { databaseUrl } : {}),
       ...(cache ? { cache } : {}),
-      ...(args.profile ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] } : {}),
+      nodeArgs,
     });
     procs.push(gw);
     tempDirs.push(gw.dir);
@@ -205,6 +208,17 @@ async function main(): Promise<void> {
   const postgresLocal = args.postgres && localPostgresCpu(postgresUrl) !== undefined;
   if (args.postgres && !postgresLocal) say(`PostgreSQL at ${redacted(postgresUrl)} is not a local server with readable processes: its CPU is not measured`);
   const redisGateways = new Set(['gateway-redis', PG_REDIS_GATEWAY]);
+  /** One open-loop round with the CPU of the target, the simulator, Redis and PostgreSQL (where they serve it) and the harness. */
+  const measuredOpenLoop = async (t: Target, spec: ReturnType<typeof specFor>, rate: number): Promise<OpenSummary> => {
+    const harness0 = process.cpuUsage();
+    const redis = redisGateways.has(t.id) ? redisPid : undefined;
+    // Every local postgres process, read around the open loop (backends come and go).
+    const postgres0 = postgresLocal && pgGateways.has(t.id) ? localPostgresCpu(postgresUrl) : undefined;
+    const result = await openLoop(t, spec, rate, plan.openMs, [...new Set([t.pid, sim.pid, ...(redis ? [redis] : [])])]);
+    const postgresCpu = postgres0 ? postgresCpuSince(postgres0, postgresUrl) : undefined;
+    const harness = process.cpuUsage(harness0);
+    return summarizeOpen(result, t.pid, sim.pid, harness.user + harness.system, redis, postgresCpu);
+  };
   const cacheStartMs = performance.now();
   if (cacheWorkloads) await start(CACHE_GATEWAY, { cache: CACHE_CONFIG });
   const cacheGatewayStartMs = performance.now() - cacheStartMs;
@@ -214,6 +228,15 @@ async function main(): Promise<void> {
   for (const gw of gateways) idle[gw.name] = memory(gw.pid);
   idle.simulator = memory(sim.pid);
   say(`idle RSS: ${Object.entries(idle).map(([k, v]) => `${k} ${v.rssMb.toFixed(0)} MB`).join(', ')}`);
+
+  // The CLI's start, while the daemons are idle (the figures are wall times).
+  let cliStartResult: CliStartResult | undefined;
+  if (!only) {
+    const gw = gateways[0] as GatewayProc;
+    say(`CLI start times (${plan.cliRuns} runs of each command against ${gw.name})`);
+    cliStartResult = await cliStart(gw.url, gw.adminKey, plan.cliRuns);
+    say(`  ${cliStartResult.commands.map((c) => `${c.command} ${c.medianMs.toFixed(0)} ms`).join(', ')}; node -e 0 ${cliStartResult.nodeBareMs.toFixed(0)} ms`);
+  }
 
   const direct = makeTarget('direct', 'direct', sim.url, sim.pid, [sim.key]);
   const floor = makeTarget('floor', 'floor', floorProc.url, floorProc.pid, ['floor-needs-no-key']);
@@ -260,17 +283,16 @@ async function main(): Promise<void> {
     // Five open-loop rounds (medians; three for media): a latency percentile from one round on a
     // shared VM is mostly that round's noise.
     for (let round = 0; round < openRounds; round++) {
-      for (const t of targets) {
-        const harness0 = process.cpuUsage();
-        const redis = redisGateways.has(t.id) ? redisPid : undefined;
-        // Every local postgres process, read around the open loop (backends come and go).
-        const postgres0 = postgresLocal && pgGateways.has(t.id) ? localPostgresCpu(postgresUrl) : undefined;
-        const result = await openLoop(t, spec(t), rate, plan.openMs, [...new Set([t.pid, sim.pid, ...(redis ? [redis] : [])])]);
-        const postgresCpu = postgres0 ? postgresCpuSince(postgres0, postgresUrl) : undefined;
-        const harness = process.cpuUsage(harness0);
-        open.get(t.id)?.push(summarizeOpen(result, t.pid, sim.pid, harness.user + harness.system, redis, postgresCpu));
-      }
+      for (const t of targets) open.get(t.id)?.push(await measuredOpenLoop(t, spec(t), rate));
       say(`${label}: open loop at ${rate}/s round ${round + 1}: ${targets.map((t) => `${t.id} p50 ${open.get(t.id)?.at(-1)?.p50.toFixed(2)} ms, ${open.get(t.id)?.at(-1)?.cpuUsPerReq.toFixed(0)} µs`).join('; ')}`);
+    }
+    // The fixed rate (the independent benchmark's 200 req/s) for the chat-format workloads: the
+    // added latency there does not move with this machine's maximum.
+    const fixed = new Map<string, OpenSummary[]>(targets.map((t) => [t.id, []]));
+    const fixedRounds = media || cache ? 0 : plan.fixedRounds;
+    for (let round = 0; round < fixedRounds; round++) {
+      for (const t of targets) fixed.get(t.id)?.push(await measuredOpenLoop(t, spec(t), plan.fixedRate));
+      say(`${label}: open loop at ${plan.fixedRate}/s round ${round + 1}: ${targets.map((t) => `${t.id} p50 ${fixed.get(t.id)?.at(-1)?.p50.toFixed(2)} ms, ${fixed.get(t.id)?.at(-1)?.cpuUsPerReq.toFixed(0)} µs`).join('; ')}`);
     }
     const directOpen = open.get('direct');
     const summaries = Object.fromEntries(
@@ -285,7 +307,10 @@ async function main(): Promise<void> {
       }
     }
     const { stream, first, model } = WORKLOADS[id];
-    workloads.push({ id, label, stream, ...(first ? { first } : {}), model, ...(media ? { media } : {}), ...(cache ? { cache } : {}), concurrency: plan.concurrency, rate, targets: summaries });
+    const directFixed = fixed.get('direct');
+    const fixedSummaries =
+      fixedRounds > 0 ? { fixedRate: plan.fixedRate, fixed: Object.fromEntries(targets.map((t) => [t.id, summarizeTarget([], fixed.get(t.id) ?? [], t.kind === 'direct' ? undefined : directFixed)])) } : {};
+    workloads.push({ id, label, stream, ...(first ? { first } : {}), model, ...(media ? { media } : {}), ...(cache ? { cache } : {}), concurrency: plan.concurrency, rate, targets: summaries, ...fixedSummaries });
     for (const t of targets) (okCalls.get(t.id) as Partial<Record<WorkloadId, number>>)[id] = t.counts.ok - (okBefore.get(t.id) ?? 0);
     if (cache) cacheWorkloadsMs += performance.now() - workloadStarted;
   }
@@ -335,14 +360,15 @@ async function main(): Promise<void> {
 
   let profile;
   if (args.profile) {
-    // CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile: thread 0 is the main thread.
+    // CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile: the plain gateway's main thread (0).
     const files = readdirSync(profileDir).filter((f) => f.endsWith('.cpuprofile'));
-    const file = files.find((f) => f.split('.')[4] === '0') ?? files[0];
+    const gatewayPid = String(gateways[0]?.pid);
+    const file = files.find((f) => f.split('.')[3] === gatewayPid && f.split('.')[4] === '0');
     if (file) profile = topSelfTime(join(profileDir, file), ROOT, 10);
   }
 
   const failures = Object.fromEntries(targets.map((t) => [t.id, { failed: t.counts.failed, errors: t.counts.errors }]));
-  const partial = { workloads, memory: { idle, peak }, slowStreams: slow, ledger, failures };
+  const partial = { workloads, memory: { idle, peak }, slowStreams: slow, ledger, failures, ...(cliStartResult ? { cliStart: cliStartResult } : {}) };
   const result: BenchResult = {
     date: new Date().toISOString(),
     durationSec: (performance.now() - began) / 1000,
@@ -356,7 +382,8 @@ async function main(): Promise<void> {
       `harness, simulator, floor and gateway${args.redis || args.postgres ? `s (and ${[...(args.redis ? ['Redis'] : []), ...(args.postgres ? ['PostgreSQL'] : [])].join(', ')})` : ''} share the same ${machineInfo().cores} cores: "max req/s" is what the whole loop reaches, not the target alone; CPU µs/req is the target process alone (utime+stime from /proc, ${1000 / CLK_TCK} ms ticks).`,
       'the gateway logs one JSON access line per request (level info, to a file); the floor logs nothing, checks no key and writes no usage.',
       'added latency = target minus direct-to-simulator in the same round, at the same rate, measured from the scheduled send time.',
-      'the floor and the simulator run through the tsx loader (startup cost only); RSS of the floor includes it.',
+      'the floor is test/bench/floor-proxy.ts compiled to plain JavaScript (esbuild) and the gateway is dist/ (tsc): both run by node with the same flags, no loader; the simulator runs through the tsx loader (the same upstream for every target).',
+      `closed loop: ${plan.concurrency} connections back to back, the gateway's ${plan.keys} sk- keys rotated per request; open loops: requests on a clock at 50% of the slowest gateway's maximum and, for the chat-format workloads, at a fixed ${plan.fixedRate} req/s.`,
       ...(gatewayEntry.startsWith('dist/')
         ? []
         : ['the gateway ran from src/ through tsx because dist/ is missing or older than src/ (`npm run build` first): its RSS includes the tsx loader and esbuild, ~25-30 MB more than from dist/.']),
