@@ -80,6 +80,13 @@ t.test('--json commands load neither Ink nor undici (node:http carries the call)
   }
 });
 
+t.test('gateway mcp relays with node:http alone: no MCP SDK, no Ink, no undici', async (t) => {
+  const url = `http://127.0.0.1:${await closedPort()}`;
+  const { modules, code } = await modulesOf(['mcp', '--url', url, '--key', 'akm-x']);
+  t.equal(code, 1, 'exits 1 (no daemon to relay to)');
+  loadsNothingHeavy(t, 'mcp', modules);
+});
+
 t.test('--url unset: the config loader (and YAML) load only to find the address', async (t) => {
   const config = join(dir, 'gateway.yaml');
   writeFileSync(config, `server:\n  port: ${await closedPort()}\n`);

@@ -25,6 +25,18 @@ t.test('gateway mcp: the same tools and rules over stdio', async (t) => {
   const refused = await client.callTool({ name: 'get_balance', arguments: { account_id: 'nobody@example.com' } });
   t.equal(refused.isError, true, 'tool errors pass through');
 
+  // A line that is not JSON gets a JSON-RPC parse error; the relay goes on (raw stdio, as a buggy client would write).
+  const { spawn } = await import('node:child_process');
+  const raw = spawn(process.execPath, ['bin/gateway.js', 'mcp', '--url', gw.url], { cwd: ROOT, env: { ...cliEnv(), GATEWAY_ADMIN_KEY: gw.adminKey }, stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  raw.stdout.setEncoding('utf8').on('data', (text: string) => (out += text));
+  raw.stdin.end('not json\n{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}\n');
+  const rawCode = await new Promise<number | null>((resolve) => raw.once('close', resolve));
+  const answers = out.trim().split('\n').map((line) => JSON.parse(line) as { id: unknown; error?: { code: number }; result?: { serverInfo?: { name?: string } } });
+  t.equal(rawCode, 0, 'stdin closed: the relay ends its session and exits 0');
+  t.match(answers.find((a) => a.id === null)?.error, { code: -32700 }, 'a line that is not JSON: parse error');
+  t.ok(answers.find((a) => a.id === 7)?.result?.serverInfo?.name, 'the next line is relayed: the daemon answers initialize');
+
   const { runCli } = await import('../support/cli.js');
   const sk = await runCli(['mcp', '--url', gw.url, '--key', funded.key]);
   t.not(sk.code, 0, 'an sk- key cannot start it');
