@@ -68,6 +68,8 @@ const LOOKUP_SIZES = args.quick ? '10000' : '10000,100000';
 const CACHE_CONFIG = { enabled: true, exact: { models: ['*'] }, semantic: { models: [] } };
 const CACHE_GATEWAY = 'gateway-cache';
 const POSTGRES_GATEWAY = 'gateway-postgres';
+/** How long every process is left without work before its idle RSS is read. */
+const IDLE_WAIT_MS = args.quick ? 5000 : 15_000;
 const PG_REDIS_GATEWAY = 'gateway-pg-redis';
 
 const began = performance.now();
@@ -224,9 +226,19 @@ async function main(): Promise<void> {
   const cacheGatewayStartMs = performance.now() - cacheStartMs;
 
   await sleep(1000);
-  const idle: Record<string, Memory> = { floor: memory(floorProc.pid) };
-  for (const gw of gateways) idle[gw.name] = memory(gw.pid);
-  idle.simulator = memory(sim.pid);
+  const readAll = (): Record<string, Memory> => {
+    const out: Record<string, Memory> = { floor: memory(floorProc.pid) };
+    for (const gw of gateways) out[gw.name] = memory(gw.pid);
+    out.simulator = memory(sim.pid);
+    return out;
+  };
+  // RSS twice: a second after the setup (its accounts, keys and top-ups) and again once every
+  // process has been idle for IDLE_WAIT_MS, when V8 has released what starting up allocated
+  // (its memory reducer runs after a few seconds without work, in every process alike).
+  const started = readAll();
+  say(`RSS after start: ${Object.entries(started).map(([k, v]) => `${k} ${v.rssMb.toFixed(0)} MB`).join(', ')}; idle for ${IDLE_WAIT_MS / 1000} s`);
+  await sleep(IDLE_WAIT_MS);
+  const idle = readAll();
   say(`idle RSS: ${Object.entries(idle).map(([k, v]) => `${k} ${v.rssMb.toFixed(0)} MB`).join(', ')}`);
 
   // The CLI's start, while the daemons are idle (the figures are wall times).
@@ -368,7 +380,7 @@ async function main(): Promise<void> {
   }
 
   const failures = Object.fromEntries(targets.map((t) => [t.id, { failed: t.counts.failed, errors: t.counts.errors }]));
-  const partial = { workloads, memory: { idle, peak }, slowStreams: slow, ledger, failures, ...(cliStartResult ? { cliStart: cliStartResult } : {}) };
+  const partial = { workloads, memory: { started, idle, peak }, slowStreams: slow, ledger, failures, ...(cliStartResult ? { cliStart: cliStartResult } : {}) };
   const result: BenchResult = {
     date: new Date().toISOString(),
     durationSec: (performance.now() - began) / 1000,
