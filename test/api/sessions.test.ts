@@ -78,3 +78,17 @@ t.test('behind a proxy that rewrites Host: server.public_url is the own origin',
   t.equal((await gw.http('POST', '/api/api-keys', { raw: '{"name":"k"}', headers: { ...headers, origin: 'https://llm.example.com' } })).status, 200);
   t.equal((await gw.http('POST', '/api/api-keys', { raw: '{"name":"k"}', headers: { ...headers, origin: 'https://evil.example.com' } })).status, 403);
 });
+
+t.test('session tokens are HS256 over the configured secret: ones signed with it as a string (before the key object) still verify, and back', async (t) => {
+  const gw = await startTestGateway();
+  t.teardown(() => gw.stop());
+  const signup = await gw.http('POST', '/api/auth/signup', { body: { email: 'hs256@example.com', password: 'password-1', name: 'H' } });
+  const { token } = signup.body as { token: string };
+  const payload = jwt.verify(token, TEST_JWT_SECRET, { algorithms: ['HS256'] }) as jwt.JwtPayload;
+  t.equal(payload.iss, 'llm-gateway', 'the gateway token verifies with the secret as a plain string');
+  const older = jwt.sign({}, TEST_JWT_SECRET, { algorithm: 'HS256', subject: payload.sub, issuer: 'llm-gateway', audience: 'session', expiresIn: 600, jwtid: 'older-token-id' });
+  const me = await gw.http('GET', '/api/auth/me', { headers: { authorization: `Bearer ${older}` } });
+  t.equal(me.status, 200, 'a token signed with the plain string secret is accepted');
+  const forged = jwt.sign({}, `${TEST_JWT_SECRET}x`, { algorithm: 'HS256', subject: payload.sub, issuer: 'llm-gateway', audience: 'session', expiresIn: 600 });
+  t.equal((await gw.http('GET', '/api/auth/me', { headers: { authorization: `Bearer ${forged}` } })).status, 401, 'another secret is refused');
+});

@@ -5,6 +5,7 @@ import type { ClosedResult, OpenResult } from './load.js';
 import { median, percentile } from './load.js';
 import type { Memory } from './procs.js';
 import type { SlowStreamsResult } from './streams.js';
+import type { DashboardPathResult } from './dashboard.js';
 
 /** Result types, summaries, the targets of issue 5, the printed table and the JSON file. */
 
@@ -227,6 +228,8 @@ export interface BenchResult {
   cacheLookupError?: string;
   /** The CLI's start times (absent with --only). */
   cliStart?: CliStartResult;
+  /** The dashboard's paths through the plain gateway (absent with --only). */
+  dashboard?: DashboardPathResult[];
 }
 
 /** µs, nearest rank. */
@@ -282,8 +285,12 @@ const inr = (micros: number): string => {
 };
 
 /** The issue's targets, computed from this run. */
-export function evaluate(result: Pick<BenchResult, 'workloads' | 'memory' | 'slowStreams' | 'ledger' | 'failures' | 'cliStart'>, gateways: string[]): TargetCheck[] {
+export function evaluate(result: Pick<BenchResult, 'workloads' | 'memory' | 'slowStreams' | 'ledger' | 'failures' | 'cliStart' | 'dashboard'>, gateways: string[]): TargetCheck[] {
   const checks: TargetCheck[] = [];
+  if (result.dashboard) {
+    const failed = result.dashboard.reduce((sum, d) => sum + d.failed, 0);
+    checks.push({ name: 'dashboard paths: every request answered 200', value: `${failed} failed of ${result.dashboard.reduce((sum, d) => sum + d.requests + d.failed, 0)}`, limit: '0', pass: failed === 0 });
+  }
   for (const c of result.cliStart?.commands ?? []) {
     checks.push({ name: `CLI: ${c.command}`, value: `${int(c.medianMs)} ms (${c.ratio.toFixed(1)}x node -e 0's ${int(result.cliStart?.nodeBareMs)} ms)`, limit: '≤ 3x', pass: c.ratio <= 3 });
   }
@@ -444,6 +451,16 @@ export function render(result: BenchResult): string {
       ];
       out.push(`   same workload, open loop at a fixed ${int(w.fixedRate)} req/s, ${w.fixed.direct?.open.length ?? 0} rounds, medians`, table(fixedRows));
     }
+  }
+  if (result.dashboard) {
+    out.push(
+      '',
+      '== dashboard paths through the plain gateway (closed loop, signed in with a session token)',
+      table([
+        ['path', 'req/s', 'p50 / p99 ms', 'CPU µs/req', 'bytes', 'failed'],
+        ...result.dashboard.map((d) => [d.path, int(d.rps), `${ms(d.p50Ms)} / ${ms(d.p99Ms)}`, int(d.cpuUsPerReq), int(d.bytes), String(d.failed)]),
+      ]),
+    );
   }
   if (result.cliStart) {
     const c = result.cliStart;

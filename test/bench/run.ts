@@ -12,6 +12,7 @@ import { CLK_TCK, cleanRedisPrefix, gatewayRunsCompiled, localPostgresCpu, local
 import { evaluate, machineInfo, render, summarizeOpen, summarizeTarget, topSelfTime, writeResults, type BenchResult, type CacheBilling, type CacheLookupResult, type CacheOutcomes, type CliStartResult, type LedgerCheck, type ModelBilling, type OpenSummary, type WorkloadResult } from './report.js';
 import { slowStreams, type SlowStreamsResult } from './streams.js';
 import { cliStart } from './cli-start.js';
+import { dashboardPaths, type DashboardPathResult } from './dashboard.js';
 import { redisReachable } from '../support/redis.js';
 
 /**
@@ -60,8 +61,8 @@ const OUT_DIR = join(ROOT, 'bench-results');
 // The cache workloads (three targets each) take the media workloads' rounds: together with the
 // extra daemon they add about a minute and a half to a full run.
 const plan = args.quick
-  ? { rounds: 2, openRounds: 2, fixedRounds: 2, mediaRounds: 2, mediaOpenRounds: 2, warmupMs: 500, closedWarmMs: 150, closedMs: 600, openMs: 1000, concurrency: 50, fixedRate: 200, streams: 1000, chunkDelayMs: 1000, streamWaitMs: 5000, streamSettleMs: 1000, keys: 64, floorStreams: 0, cliRuns: 5 }
-  : { rounds: 3, openRounds: 5, fixedRounds: 3, mediaRounds: 2, mediaOpenRounds: 3, warmupMs: 1500, closedWarmMs: 300, closedMs: 2500, openMs: 3000, concurrency: 50, fixedRate: 200, streams: 1000, chunkDelayMs: 1000, streamWaitMs: 10_000, streamSettleMs: 2000, keys: 64, floorStreams: 1, cliRuns: 15 };
+  ? { rounds: 2, openRounds: 2, fixedRounds: 2, mediaRounds: 2, mediaOpenRounds: 2, warmupMs: 500, closedWarmMs: 150, closedMs: 600, openMs: 1000, concurrency: 50, fixedRate: 200, streams: 1000, chunkDelayMs: 1000, streamWaitMs: 5000, streamSettleMs: 1000, keys: 64, floorStreams: 0, cliRuns: 5, dashboardConcurrency: 8, dashboardMs: 1000 }
+  : { rounds: 3, openRounds: 5, fixedRounds: 3, mediaRounds: 2, mediaOpenRounds: 3, warmupMs: 1500, closedWarmMs: 300, closedMs: 2500, openMs: 3000, concurrency: 50, fixedRate: 200, streams: 1000, chunkDelayMs: 1000, streamWaitMs: 10_000, streamSettleMs: 2000, keys: 64, floorStreams: 1, cliRuns: 15, dashboardConcurrency: 8, dashboardMs: 3000 };
 /** cache-lookup.ts sizes (entries per tier). */
 const LOOKUP_SIZES = args.quick ? '10000' : '10000,100000';
 /** The cache-enabled daemon's `cache:` section: exact tier for every model, no semantic tier. */
@@ -328,6 +329,15 @@ async function main(): Promise<void> {
   }
   if (cacheWorkloads) say(`the cache workloads took ${(cacheWorkloadsMs / 1000).toFixed(0)} s, ${CACHE_GATEWAY}'s start ${(cacheGatewayStartMs / 1000).toFixed(1)} s`);
 
+  // The dashboard's page, script and JSON through the plain gateway (full runs).
+  let dashboard: DashboardPathResult[] | undefined;
+  if (!only) {
+    const gw = gateways[0] as GatewayProc;
+    say(`dashboard paths through ${gw.name} (closed loop, ${plan.dashboardConcurrency} concurrent, ${plan.dashboardMs / 1000} s each)`);
+    dashboard = await dashboardPaths(gw.url, gw.pid, { email: 'admin@bench.local', password: 'bench-password-1' }, { concurrency: plan.dashboardConcurrency, durationMs: plan.dashboardMs });
+    say(`  ${dashboard.map((d) => `${d.path} ${d.rps.toFixed(0)}/s p50 ${d.p50Ms.toFixed(2)} ms`).join(', ')}`);
+  }
+
   const peak: Record<string, Memory> = { floor: memory(floorProc.pid) };
   for (const gw of gateways) peak[gw.name] = memory(gw.pid);
   peak.simulator = memory(sim.pid);
@@ -380,7 +390,7 @@ async function main(): Promise<void> {
   }
 
   const failures = Object.fromEntries(targets.map((t) => [t.id, { failed: t.counts.failed, errors: t.counts.errors }]));
-  const partial = { workloads, memory: { started, idle, peak }, slowStreams: slow, ledger, failures, ...(cliStartResult ? { cliStart: cliStartResult } : {}) };
+  const partial = { workloads, memory: { started, idle, peak }, slowStreams: slow, ledger, failures, ...(cliStartResult ? { cliStart: cliStartResult } : {}), ...(dashboard ? { dashboard } : {}) };
   const result: BenchResult = {
     date: new Date().toISOString(),
     durationSec: (performance.now() - began) / 1000,
