@@ -12,7 +12,7 @@ export const DEFAULT_RAW_CONFIG = {
     shutdown_timeout: '10s',
     trust_proxy: false,
   },
-  database: { path: './data/gateway.db', busy_timeout: '5s', billing_batch_window: '20ms' },
+  database: { path: './data/gateway.db', busy_timeout: '5s', billing_batch_window: '100ms' },
   auth: {
     session_ttl: '7d',
     bcrypt_rounds: 10,

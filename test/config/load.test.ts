@@ -180,8 +180,8 @@ t.test('gateway.example.yaml is a valid config that states the defaults', async 
   t.equal(example.models.length, defaults.models.length);
 });
 
-t.test('database.billing_batch_window: a duration from 1ms to 5s, 20ms by default', async (t) => {
-  t.equal(build({}).database.billingBatchMs, 20);
+t.test('database.billing_batch_window: a duration from 1ms to 5s, 100ms by default', async (t) => {
+  t.equal(build({}).database.billingBatchMs, 100);
   t.equal(build({ database: { billing_batch_window: '250ms' } }).database.billingBatchMs, 250);
   t.match(problemsOf({ database: { billing_batch_window: '0ms' } }), [/^database\.billing_batch_window: must be a duration .*\(at least 1ms\)$/]);
   t.match(problemsOf({ database: { billing_batch_window: '10s' } }), [/^database\.billing_batch_window: must be at most 5s/]);

@@ -134,8 +134,8 @@ export class Settlement {
     private readonly logger: Logger,
     options: SettlementOptions = {},
   ) {
-    this.applyDelayMs = options.applyDelayMs ?? 20;
-    this.maxBatch = options.maxBatch ?? 256;
+    this.applyDelayMs = options.applyDelayMs ?? 100;
+    this.maxBatch = options.maxBatch ?? 64;
     this.local = store.local;
     this.journal = this.local ? BillingJournal.open(this.local.path) : undefined;
     if (this.local) store.barrier.set(() => this.drain());
