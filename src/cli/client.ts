@@ -1,5 +1,5 @@
-import type { IncomingMessage } from 'node:http';
 /** HTTP client for the daemon's management API (and the public catalog). */
+import type { IncomingMessage } from 'node:http';
 
 export class CliError extends Error {
   override name = 'CliError';

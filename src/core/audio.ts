@@ -1,4 +1,3 @@
-
 /** The media type of each audio file extension the transcription endpoints take. */
 export const AUDIO_TYPES: Readonly<Record<string, string>> = {
   flac: 'audio/flac',
