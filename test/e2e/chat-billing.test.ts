@@ -1,15 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import pino from 'pino';
 import t from 'tap';
 import { request } from 'undici';
-import { startGateway, type RunningGateway } from '../../src/main.js';
+import type { RunningGateway } from '../../src/main.js';
 import { countTextTokens, promptTokenBound, promptTokenEstimate } from '../../src/core/tokens.js';
 import { openAiFamily } from '../../src/providers/openai/index.js';
 import type { UsageRecord } from '../../src/store/usage.js';
-import { fundedKey, simulatedProviders, startTestGateway, testConfig, type FundedKey, type TestGateway } from '../support/gateway.js';
-import { REDIS_URL, redisSkipReason } from '../support/redis.js';
+import { fundedKey, simulatedProviders, startTestGateway, type FundedKey, type TestGateway } from '../support/gateway.js';
+import { redisSkipReason } from '../support/redis.js';
 import { ProviderSimulator } from '../support/simulator/server.js';
-import { balanceMicros, ceilMillion, charges, drainAll, header, inr, noHolds, postJson, usageRow, type RawResponse } from '../support/e2e.js';
+import { balanceMicros, ceilMillion, charges, drainAll, header, inr, noHolds, postJson, twoDaemonsOnRedis, usageRow, type RawResponse } from '../support/e2e.js';
 
 /**
  * End-to-end billing of /v1/chat/completions: exact µINR costs, ledger and usage rows,
@@ -481,22 +480,7 @@ t.test('rate limit: 5 per minute', async (t) => {
 // ---------------------------------------------------------------------------------------------
 // Two daemons, one Redis, one SQLite file
 
-async function twoDaemons(t: Tap): Promise<{ a: TestGateway; b: RunningGateway }> {
-  const prefix = `test-${randomUUID()}:`;
-  const raw = { providers: simulatedProviders(sim.url), redis: { url: REDIS_URL, key_prefix: prefix } };
-  const a = await startTestGateway(raw);
-  const b = await startGateway(testConfig(a.dir, raw), { logger: pino({ level: 'silent' }) });
-  t.teardown(async () => {
-    const redis = a.app.redis;
-    if (redis) {
-      const keys = await redis.keys(`${prefix}*`);
-      if (keys.length > 0) await redis.del(...keys);
-    }
-    await b.close();
-    await a.stop();
-  });
-  return { a, b };
-}
+const twoDaemons = (t: Tap): Promise<{ a: TestGateway; b: RunningGateway }> => twoDaemonsOnRedis(t, { providers: simulatedProviders(sim.url) });
 
 t.test('two daemons sharing Redis: one rate limit', { skip: redisSkipReason() }, async (t) => {
   const { a, b } = await twoDaemons(t);

@@ -1,14 +1,12 @@
-import { randomUUID } from 'node:crypto';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI, { toFile } from 'openai';
-import pino from 'pino';
 import t from 'tap';
-import { startGateway, type RunningGateway } from '../../src/main.js';
-import { fundedKey, simulatedProviders, startTestGateway, testConfig, type FundedKey, type TestGateway } from '../support/gateway.js';
-import { REDIS_URL, redisSkipReason } from '../support/redis.js';
+import type { RunningGateway } from '../../src/main.js';
+import { fundedKey, simulatedProviders, startTestGateway, type FundedKey, type TestGateway } from '../support/gateway.js';
+import { redisSkipReason } from '../support/redis.js';
 import { sampleAudio } from '../support/simulator/audio.js';
 import { ProviderSimulator } from '../support/simulator/server.js';
-import { postJson, usageRow } from '../support/e2e.js';
+import { postJson, twoDaemonsOnRedis, usageRow } from '../support/e2e.js';
 import { TEST_BACKEND } from '../support/store.js';
 
 /**
@@ -214,18 +212,6 @@ t.test('one daemon', async (t) => {
 });
 
 t.test('two daemons sharing the store and Redis: the call on one, the next admission on the other', { skip: redisSkipReason() }, async (t) => {
-  const prefix = `test-${randomUUID()}:`;
-  const raw = { ...base, redis: { url: REDIS_URL, key_prefix: prefix } };
-  const a = await startTestGateway(raw);
-  const b = await startGateway(testConfig(a.dir, raw), { logger: pino({ level: 'silent' }) });
-  t.teardown(async () => {
-    const redis = a.app.redis;
-    if (redis) {
-      const keys = await redis.keys(`${prefix}*`);
-      if (keys.length > 0) await redis.del(...keys);
-    }
-    await b.close();
-    await a.stop();
-  });
+  const { a, b } = await twoDaemonsOnRedis(t, base);
   await everyPath(t, a, b, a, false, false);
 });

@@ -1,8 +1,11 @@
+import { randomUUID } from 'node:crypto';
+import pino from 'pino';
 import type t from 'tap';
 import { request } from 'undici';
-import type { RunningGateway } from '../../src/main.js';
+import { startGateway, type RunningGateway } from '../../src/main.js';
 import type { UsageRecord } from '../../src/store/usage.js';
-import type { FundedKey } from './gateway.js';
+import { startTestGateway, testConfig, type FundedKey, type TestGateway } from './gateway.js';
+import { REDIS_URL } from './redis.js';
 
 /** Helpers shared by the end-to-end tests: reading responses, the store and the holds. */
 
@@ -89,4 +92,26 @@ export async function noHolds(test: Tap, gw: RunningGateway, funded: FundedKey):
     held = await read();
   }
   test.same(held, { accountHeldMicros: 0, keyHeldMicros: 0 }, 'no hold outlives its call');
+}
+
+/**
+ * Two daemons on one store (the first's: its SQLite file, or its PostgreSQL database) and one
+ * Redis under a fresh key prefix, configured with `raw` (plus the redis section); at the end of
+ * `test` both stop and the prefix is cleaned.
+ */
+export async function twoDaemonsOnRedis(test: Tap, raw: Record<string, unknown>): Promise<{ a: TestGateway; b: RunningGateway }> {
+  const prefix = `test-${randomUUID()}:`;
+  const config = { ...raw, redis: { url: REDIS_URL, key_prefix: prefix } };
+  const a = await startTestGateway(config);
+  const b = await startGateway(testConfig(a.dir, config), { logger: pino({ level: 'silent' }) });
+  test.teardown(async () => {
+    const redis = a.app.redis;
+    if (redis) {
+      const keys = await redis.keys(`${prefix}*`);
+      if (keys.length > 0) await redis.del(...keys);
+    }
+    await b.close();
+    await a.stop();
+  });
+  return { a, b };
 }
