@@ -43,7 +43,8 @@ export const WORKLOADS: Record<WorkloadId, Workload> = {
   'embeddings-float': { label: 'embeddings, one sentence, float', stream: false, model: 'openai/text-embedding-3-small', media: true, optIn: true },
 };
 
-export type TargetKind = 'direct' | 'floor' | 'gateway';
+/** `portkey`: Portkey's open-source gateway (--portkey), given the simulator as a custom OpenAI host. */
+export type TargetKind = 'direct' | 'floor' | 'gateway' | 'portkey';
 type Format = 'chat-json' | 'chat-sse' | 'messages-sse' | 'embeddings-json' | 'audio';
 
 /** Whether a format's answer arrives in pieces whose first one is timed (TTFT / TTFB). */
@@ -91,8 +92,8 @@ export interface Target {
   cacheOutcomes: Record<string, number>;
 }
 
-export function makeTarget(id: string, kind: TargetKind, origin: string, pid: number, keys: string[], connections = 64): Target {
-  const base = (key: string): Record<string, string> => ({ 'content-type': 'application/json', authorization: `Bearer ${key}` });
+export function makeTarget(id: string, kind: TargetKind, origin: string, pid: number, keys: string[], connections = 64, extraHeaders: Record<string, string> = {}): Target {
+  const base = (key: string): Record<string, string> => ({ 'content-type': 'application/json', authorization: `Bearer ${key}`, ...extraHeaders });
   return {
     id,
     kind,
@@ -122,7 +123,7 @@ export const SPEECH_BYTES = statSync(new URL('../fixtures/audio/speech.mp3', imp
  */
 export function specFor(target: Target, workload: WorkloadId, directive?: object): Spec {
   const id = WORKLOADS[workload].model;
-  const model = target.kind === 'direct' ? id.slice(id.indexOf('/') + 1) : id;
+  const model = target.kind === 'direct' || target.kind === 'portkey' ? id.slice(id.indexOf('/') + 1) : id;
   if (workload === 'embeddings' || workload === 'embeddings-float') {
     const encoding = workload === 'embeddings' ? 'base64' : 'float';
     return {

@@ -154,6 +154,45 @@ async function compileFloor(): Promise<string> {
   return outfile;
 }
 
+/** The Portkey gateway version the independent benchmark of issue 17 ran. */
+export const PORTKEY_VERSION = '1.15.2';
+
+/**
+ * Portkey's open-source gateway (`@portkey-ai/gateway`, Node build), installed from the npm
+ * registry into bench-results/.portkey on first use (not a dependency of this project), started
+ * on a free port with the gateway's Node flags. Callers point it at the simulator per request
+ * (x-portkey-provider: openai, x-portkey-custom-host).
+ */
+export async function startPortkey(nodeArgs: string[] = []): Promise<Proc> {
+  const dir = join(ROOT, 'bench-results/.portkey');
+  const entry = join(dir, 'node_modules/@portkey-ai/gateway/build/start-server.js');
+  try {
+    statSync(entry);
+  } catch {
+    execFileSync('npm', ['install', '--prefix', dir, '--no-audit', '--no-fund', '--ignore-scripts', `@portkey-ai/gateway@${PORTKEY_VERSION}`], { stdio: ['ignore', 'ignore', 'inherit'] });
+  }
+  const port = await freePort();
+  const child = spawn(process.execPath, [...nodeArgs, entry, `--port=${port}`], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: cleanEnv() });
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`portkey exited (${child.exitCode})`);
+    if (Date.now() > deadline) throw new Error(`portkey: ${url} did not answer within 30 s`);
+    const up = await request(url).then(
+      async (res) => {
+        await res.body.dump();
+        return res.statusCode === 200;
+      },
+      () => false,
+    );
+    if (up) break;
+    await sleep(100);
+  }
+  child.stdout?.resume();
+  child.stderr?.resume();
+  return procOf('portkey', child, url);
+}
+
 function cleanEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   delete env.NODE_OPTIONS;

@@ -296,7 +296,13 @@ export function evaluate(result: Pick<BenchResult, 'workloads' | 'memory' | 'slo
   }
   const byId = (id: string): WorkloadResult | undefined => result.workloads.find((w) => w.id === id);
   const chat = byId('chat');
+  const portkey = chat?.targets.portkey;
   for (const gw of gateways) {
+    const g = chat?.targets[gw];
+    if (portkey && g && !gw.includes('postgres') && !gw.includes('-pg')) {
+      const ratio = g.maxRps / portkey.maxRps;
+      checks.push({ name: `${gw}: max req/s ÷ Portkey's (chat JSON, closed c=${chat?.concurrency})`, value: `${ratio.toFixed(1)}x (${int(g.maxRps)} vs ${int(portkey.maxRps)})`, limit: '≥ 8x', pass: ratio >= 8 });
+    }
     // A gateway on Redis or on PostgreSQL (gateway-redis, gateway-postgres, gateway-pg-redis)
     // adds a network round trip to a shared store per call: its CPU limit is 2x the floor's,
     // the plain (SQLite) gateway's 1.5x.

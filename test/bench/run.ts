@@ -8,7 +8,7 @@ import postgres from 'postgres';
 import { loadConfig } from '../../src/config/load.js';
 import { completionTokens } from '../support/simulator/tokens.js';
 import { closedLoop, EMBEDDING_INPUT, makeTarget, openLoop, SPEECH_INPUT, specFor, WORKLOADS, type ClosedResult, type Target, type WorkloadId } from './load.js';
-import { CLK_TCK, cleanRedisPrefix, gatewayRunsCompiled, localPostgresCpu, localRedisPid, memory, postgresCpuSince, startFloor, startGatewayProc, startSimulator, type GatewayProc, type Memory, type Proc } from './procs.js';
+import { CLK_TCK, cleanRedisPrefix, gatewayRunsCompiled, localPostgresCpu, localRedisPid, memory, postgresCpuSince, startFloor, startGatewayProc, startPortkey, startSimulator, PORTKEY_VERSION, type GatewayProc, type Memory, type Proc } from './procs.js';
 import { evaluate, machineInfo, render, summarizeOpen, summarizeTarget, topSelfTime, writeResults, type BenchResult, type CacheBilling, type CacheLookupResult, type CacheOutcomes, type CliStartResult, type LedgerCheck, type ModelBilling, type OpenSummary, type WorkloadResult } from './report.js';
 import { slowStreams, type SlowStreamsResult } from './streams.js';
 import { cliStart } from './cli-start.js';
@@ -37,6 +37,9 @@ import { redisReachable } from '../support/redis.js';
  * ledger checks read those databases; a local server's CPU per request is the sum over every
  * `postgres` process (server, background processes, one backend per connection). The scratch
  * databases are dropped at the end (WITH (FORCE)), also when the run fails or is interrupted.
+ * --portkey adds Portkey's open-source gateway (@portkey-ai/gateway, the version the independent
+ * benchmark of issue 17 ran; installed into bench-results/.portkey from the npm registry on first
+ * use) to the chat JSON workload, pointed at the simulator (its streams fail on Node 20).
  * --profile runs the gateway under --cpu-prof and prints its top self-time functions (its CPU
  * numbers are then inflated; results go to bench-results/profile-*.json, not latest.json).
  */
@@ -49,6 +52,7 @@ const { values: args } = parseArgs({
     postgres: { type: 'boolean', default: false },
     'postgres-url': { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/postgres' },
     profile: { type: 'boolean', default: false },
+    portkey: { type: 'boolean', default: false },
     only: { type: 'string' },
   },
 });
@@ -174,6 +178,8 @@ async function main(): Promise<void> {
   const nodeArgs = args.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
   const floorProc = await startFloor(sim.url, sim.key, nodeArgs);
   procs.push(floorProc);
+  const portkeyProc = args.portkey ? await startPortkey(nodeArgs) : undefined;
+  if (portkeyProc) procs.push(portkeyProc);
   const gateways: GatewayProc[] = [];
   const start = async (name: string, store: { redis?: { url: string; keyPrefix: string }; databaseUrl?: string; cache?: Record<string, unknown> } = {}): Promise<void> => {
     const { redis, databaseUrl, cache } = store;
@@ -228,7 +234,7 @@ async function main(): Promise<void> {
 
   await sleep(1000);
   const readAll = (): Record<string, Memory> => {
-    const out: Record<string, Memory> = { floor: memory(floorProc.pid) };
+    const out: Record<string, Memory> = { floor: memory(floorProc.pid), ...(portkeyProc ? { portkey: memory(portkeyProc.pid) } : {}) };
     for (const gw of gateways) out[gw.name] = memory(gw.pid);
     out.simulator = memory(sim.pid);
     return out;
@@ -254,12 +260,16 @@ async function main(): Promise<void> {
   const direct = makeTarget('direct', 'direct', sim.url, sim.pid, [sim.key]);
   const floor = makeTarget('floor', 'floor', floorProc.url, floorProc.pid, ['floor-needs-no-key']);
   const gwTargets = gateways.map((gw) => makeTarget(gw.name, 'gateway', gw.url, gw.pid, gw.keys));
-  const targets: Target[] = [direct, floor, ...gwTargets];
+  // Portkey gets the simulator as a custom OpenAI host, per request (its documented headers).
+  const portkey = portkeyProc ? makeTarget('portkey', 'portkey', portkeyProc.url, portkeyProc.pid, [sim.key], 64, { 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${sim.url}/v1` }) : undefined;
+  const targets: Target[] = [direct, floor, ...(portkey ? [portkey] : []), ...gwTargets];
   // The cache-enabled daemon takes part in the cache workloads only; those run against it, the
   // plain gateway (the reference) and direct (for the added latency).
   const plainGwTargets = gwTargets.filter((t) => t.id !== CACHE_GATEWAY);
   const targetsFor = (id: WorkloadId): Target[] =>
-    WORKLOADS[id].cache ? targets.filter((t) => t.id === 'direct' || t.id === 'gateway' || t.id === CACHE_GATEWAY) : targets.filter((t) => t.id !== CACHE_GATEWAY);
+    WORKLOADS[id].cache
+      ? targets.filter((t) => t.id === 'direct' || t.id === 'gateway' || t.id === CACHE_GATEWAY)
+      : targets.filter((t) => t.id !== CACHE_GATEWAY && (t.kind !== 'portkey' || id === 'chat'));
 
   const workloads: WorkloadResult[] = [];
   // Completed calls per target and workload (warm-up included), for the ledger check by model.
@@ -359,6 +369,7 @@ async function main(): Promise<void> {
     ledger.push(await checkLedger(gw, target, okCalls.get(target.id) ?? {}));
   }
   await floorProc.stop();
+  await portkeyProc?.stop();
   await sim.stop();
   if (args.redis) await cleanRedisPrefix(redisUrl, redisPrefix).catch(() => 0);
   if (args.redis && args.postgres) await cleanRedisPrefix(redisUrl, pgRedisPrefix).catch(() => 0);
@@ -404,6 +415,7 @@ async function main(): Promise<void> {
       `harness, simulator, floor and gateway${args.redis || args.postgres ? `s (and ${[...(args.redis ? ['Redis'] : []), ...(args.postgres ? ['PostgreSQL'] : [])].join(', ')})` : ''} share the same ${machineInfo().cores} cores: "max req/s" is what the whole loop reaches, not the target alone; CPU µs/req is the target process alone (utime+stime from /proc, ${1000 / CLK_TCK} ms ticks).`,
       'the gateway logs one JSON access line per request (level info, to a file); the floor logs nothing, checks no key and writes no usage.',
       'added latency = target minus direct-to-simulator in the same round, at the same rate, measured from the scheduled send time.',
+      ...(args.portkey ? [`portkey is @portkey-ai/gateway ${PORTKEY_VERSION} (its Node build, default settings) with x-portkey-provider: openai and x-portkey-custom-host pointing at the simulator; it runs the chat JSON workload only (its streamed answers fail on Node 20 with "TypeError: immutable" from its header handling: HTTP 500 for every streamed call).`] : []),
       'the floor is test/bench/floor-proxy.ts compiled to plain JavaScript (esbuild) and the gateway is dist/ (tsc): both run by node with the same flags, no loader; the simulator runs through the tsx loader (the same upstream for every target).',
       `closed loop: ${plan.concurrency} connections back to back, the gateway's ${plan.keys} sk- keys rotated per request; open loops: requests on a clock at 50% of the slowest gateway's maximum and, for the chat-format workloads, at a fixed ${plan.fixedRate} req/s.`,
       ...(gatewayEntry.startsWith('dist/')
