@@ -163,8 +163,9 @@ t.test('concurrent calls near the limit never overspend with the tight bound', a
   const ok = results.filter((r) => r.status === 200);
   if (TEST_BACKEND === 'sqlite') t.equal(ok.length, expected, `exactly as many admitted as tight holds fit (${ok.length})`);
   // On PostgreSQL a call's balance read yields to the others: a call can see the holds of
-  // calls that are about to be refused and released, so it may be refused too. Never more.
-  else t.ok(ok.length >= 1 && ok.length <= expected, `at most as many admitted as tight holds fit (${ok.length} of ${expected})`);
+  // calls that are about to be refused and released, so it may be refused too (under load all
+  // 20 can hold at once and refuse each other: seen in CI). Never more.
+  else t.ok(ok.length <= expected, `at most as many admitted as tight holds fit (${ok.length} of ${expected})`);
   t.ok(results.every((r) => r.status === 200 || (r.status === 402 && r.json?.error?.reason === 'insufficient_credits')), 'the rest are 402');
   const final = await balanceMicros(gw, funded.accountId);
   t.ok(final >= 0, `balance never negative (${final})`);
@@ -172,4 +173,9 @@ t.test('concurrent calls near the limit never overspend with the tight bound', a
   t.equal((await charges(gw, funded.accountId)).length, ok.length, 'one charge per answer');
   t.equal(await gw.app.store.ledger.sum(funded.accountId), final, 'balance = ledger sum');
   await noHolds(t, gw, funded);
+  if (TEST_BACKEND !== 'sqlite' && ok.length < expected) {
+    // What the contention refused is not lost: alone, a call is admitted while a hold fits.
+    const alone = await chat(funded.key, model, LONG, outputTokens);
+    t.equal(alone.status, 200, `alone, the next call is admitted (${ok.length} of ${expected} were in the rush)`);
+  }
 });

@@ -1,5 +1,6 @@
 import type { ModelConfig } from '../../config/types.js';
-import { GatewayError } from '../errors.js';
+import { errors, GatewayError } from '../errors.js';
+import { isTransient } from '../../store/errors.js';
 import type { HoldRef, HoldStore, HoldTotals } from '../limits/holds.js';
 import type { RateDecision, RateLimiter } from '../limits/rate-limit.js';
 import { formatInrDisplay } from '../money.js';
@@ -91,6 +92,22 @@ export class Admitter {
     return refuseWhenLimitsFail(() => this.admitAmountOnce(input));
   }
 
+  /**
+   * The wallet and key read of an admission that holds `hold`. When the store cannot answer
+   * (a PostgreSQL connection cut past its retries), the hold is released, not left to
+   * shrink what the wallet can spend, and the call gets 503 database_unavailable (not the
+   * Redis error its caller would otherwise report).
+   */
+  private async fundsHolding(hold: HoldRef, accountId: string, apiKeyId: string): Promise<Funds | undefined> {
+    try {
+      return await this.store.funds(accountId, apiKeyId);
+    } catch (error) {
+      await this.holds.release(hold).catch(() => undefined);
+      if (isTransient(error)) throw errors.databaseUnavailable();
+      throw error;
+    }
+  }
+
   private async admitAmountOnce(input: FixedAdmissionInput): Promise<Admission> {
     const hold: HoldRef = { id: input.requestId, accountId: input.accountId, keyId: input.apiKeyId, amountMicros: input.amountMicros };
     const first = input.unmetered ? { rate: UNMETERED, totals: await this.holds.acquire(hold) } : await this.rateAndHold(input.apiKeyId, input.rateLimit, input.requestId, hold);
@@ -99,7 +116,7 @@ export class Admitter {
     let totals: HoldTotals = first.totals;
     // Twice at most: once more after applying settled calls not yet in the ledger (as admit()).
     for (let attempt = 0; ; attempt++) {
-      const funds = await this.store.funds(input.accountId, input.apiKeyId);
+      const funds = await this.fundsHolding(hold, input.accountId, input.apiKeyId);
       const key = funds?.key;
       const balance = funds?.balanceMicros ?? 0;
       const others = { account: totals.accountHeldMicros - hold.amountMicros, key: totals.keyHeldMicros - hold.amountMicros };
@@ -164,7 +181,7 @@ export class Admitter {
       const totals = admitted ?? (await this.holds.acquire(hold));
       admitted = undefined;
       // Read after the hold is taken (see holds.ts): one read of each, fresh from the store.
-      const funds = await this.store.funds(input.accountId, input.apiKeyId);
+      const funds = await this.fundsHolding(hold, input.accountId, input.apiKeyId);
       const key = funds?.key;
       const balance = funds?.balanceMicros ?? 0;
       const refusal = emptyOrExhausted(balance, key);

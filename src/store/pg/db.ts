@@ -83,15 +83,20 @@ export async function pgSchemaVersion(sql: PgSql): Promise<number> {
 }
 
 /**
- * A read tried once more when its connection was cut under it (a server restart, a failover,
- * a terminated backend): the pool opens a new one. Reads only: a write's retry is the caller's.
+ * A read tried again when its connection was cut under it (a server restart, a failover,
+ * terminated backends): the pool replaces each dead connection as a query fails on it, and
+ * when every connection was cut at once several tries can land on dead ones. Up to four more
+ * tries, 20 to 200 ms apart (370 ms in all). Reads only: a write's retry is the caller's.
  */
+const READ_RETRY_MS = [20, 50, 100, 200];
 export async function readRetrying<T>(read: () => PromiseLike<T>): Promise<T> {
-  try {
-    return await read();
-  } catch (error) {
-    if (!isTransient(error)) throw error;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    return read();
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await read();
+    } catch (error) {
+      const wait = READ_RETRY_MS[attempt];
+      if (!isTransient(error) || wait === undefined) throw error;
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
   }
 }
