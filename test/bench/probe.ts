@@ -13,6 +13,7 @@ import { makeTarget, closedLoop, openLoop, specFor, median, WORKLOADS, type Work
  * BASE_BATCH_WINDOW sets that daemon's billing batch window (BASE may be this checkout).
  * WORKLOAD=stream|messages|embeddings|speech probes another workload instead of chat JSON.
  * CSW=1 adds the main thread's voluntary context switches per request (csw=, not in the total).
+ * REDIS=1 configures both daemons with Redis (redis://127.0.0.1:6379, a key prefix each).
  *
  *   node --import tsx test/bench/probe.ts          (after npm run build)
  */
@@ -39,10 +40,11 @@ if (!(workload in WORKLOADS)) throw new Error(`WORKLOAD: one of ${Object.keys(WO
 const rounds = Number(process.env.ROUNDS ?? 5);
 const sim = await startSimulator();
 const floorP = await startFloor(sim.url, sim.key, process.env.PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof-floor'] : process.env.GW_NODE_ARGS ? process.env.GW_NODE_ARGS.split(' ') : []);
-const gw = await startGatewayProc({ name: 'gateway', simUrl: sim.url, simKey: sim.key, keys: 16, ...(process.env.PROF ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] } : process.env.GW_NODE_ARGS ? { nodeArgs: process.env.GW_NODE_ARGS.split(' ') } : {}) });
+const redisFor = (name: string) => (process.env.REDIS ? { redis: { url: 'redis://127.0.0.1:6379', keyPrefix: `probe-${name}-${process.pid}:` } } : {});
+const gw = await startGatewayProc({ name: 'gateway', simUrl: sim.url, simKey: sim.key, keys: 16, ...redisFor('gateway'), ...(process.env.PROF ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] } : process.env.GW_NODE_ARGS ? { nodeArgs: process.env.GW_NODE_ARGS.split(' ') } : {}) });
 // BASE_BATCH_WINDOW: the base daemon's billing batch window (A/B of a setting: BASE may be this checkout).
 if (process.env.BASE_BATCH_WINDOW) process.env.BENCH_BATCH_WINDOW = process.env.BASE_BATCH_WINDOW;
-const base = process.env.BASE ? await startGatewayProc({ name: 'base', simUrl: sim.url, simKey: sim.key, keys: 16, root: process.env.BASE }) : undefined;
+const base = process.env.BASE ? await startGatewayProc({ name: 'base', simUrl: sim.url, simKey: sim.key, keys: 16, root: process.env.BASE, ...redisFor('base') }) : undefined;
 const targets = [makeTarget('floor', 'floor', floorP.url, floorP.pid, ['x']), makeTarget('gateway', 'gateway', gw.url, gw.pid, gw.keys)];
 if (base) targets.push(makeTarget('base', 'gateway', base.url, base.pid, base.keys));
 for (const t of targets) if (!process.env.NOWARM) await closedLoop(t, specFor(t, workload), 8, 0, 3000); else await openLoop(t, specFor(t, workload), rate, 2000, [t.pid]);
