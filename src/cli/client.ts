@@ -70,20 +70,28 @@ export class ManagementClient {
       headers['content-type'] = 'application/json';
       headers['content-length'] = String(Buffer.byteLength(body));
     }
-    try {
-      // node:http, not undici: undici's index takes ~0.1 s to load, most of a CLI call's budget.
-      const { request } = url.protocol === 'https:' ? await import('node:https') : await import('node:http');
-      const response = await new Promise<IncomingMessage>((resolve, reject) => {
-        const req = request(url, { method, headers, ...(init.signal ? { signal: init.signal } : {}) }, resolve);
-        req.once('error', reject);
-        req.end(body);
-      });
-      return { statusCode: response.statusCode ?? 0, body: response, text: () => readAll(response) };
-    } catch (error) {
-      if ((error as Error).name === 'AbortError') throw error;
-      const code = (error as { code?: string }).code ?? (error as Error).message;
-      throw new CliError(`cannot reach the gateway at ${this.options.url} (${code}): is \`gateway serve\` running? (set --url or GATEWAY_URL)`);
-    }
+    const response = await sendRequest(url, this.options.url, { method, headers, body, signal: init.signal });
+    return { statusCode: response.statusCode ?? 0, body: response, text: () => readAll(response) };
+  }
+}
+
+/**
+ * One HTTP request to the daemon (`base` names it in the error when it cannot be reached).
+ * node:http, not undici: undici's index takes ~0.1 s to load, most of a CLI call's budget.
+ * An abort rejects with the AbortError itself.
+ */
+export async function sendRequest(url: URL, base: string, init: { method: string; headers: Record<string, string>; body?: string | undefined; signal?: AbortSignal | undefined }): Promise<IncomingMessage> {
+  try {
+    const { request } = url.protocol === 'https:' ? await import('node:https') : await import('node:http');
+    return await new Promise<IncomingMessage>((resolve, reject) => {
+      const req = request(url, { method: init.method, headers: init.headers, ...(init.signal ? { signal: init.signal } : {}) }, resolve);
+      req.once('error', reject);
+      req.end(init.body);
+    });
+  } catch (error) {
+    if ((error as Error).name === 'AbortError') throw error;
+    const code = (error as { code?: string }).code ?? (error as Error).message;
+    throw new CliError(`cannot reach the gateway at ${base} (${code}): is \`gateway serve\` running? (set --url or GATEWAY_URL)`);
   }
 }
 
@@ -93,19 +101,28 @@ interface Reply {
   text(): Promise<string>;
 }
 
-async function readAll(body: IncomingMessage): Promise<string> {
+export async function readAll(body: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of body) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks).toString('utf8');
 }
 
 async function errorFrom(status: number, text: string): Promise<CliError> {
-  let body: unknown;
+  const body = parseJson(text);
+  return new CliError(errorMessageOf(body) ?? `the gateway answered ${status}`, status, body);
+}
+
+function parseJson(text: string): unknown {
   try {
-    body = JSON.parse(text);
+    return JSON.parse(text) as unknown;
   } catch {
-    return new CliError(`the gateway answered ${status}`, status);
+    return undefined;
   }
-  const message = (body as { error?: { message?: unknown } }).error?.message;
-  return new CliError(typeof message === 'string' ? message : `the gateway answered ${status}`, status, body);
+}
+
+/** The daemon's message from its `{error: {message}}` body (a parsed body, or its text). */
+export function errorMessageOf(body: unknown): string | undefined {
+  const parsed = typeof body === 'string' ? parseJson(body) : body;
+  const message = (parsed as { error?: { message?: unknown } } | undefined)?.error?.message;
+  return typeof message === 'string' ? message : undefined;
 }

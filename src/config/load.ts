@@ -1,7 +1,5 @@
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { existsSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { mergeModelEntries, parseModel, toSourcedEntries } from './catalog.js';
 import { parseCidr } from '../core/outbound/address-policy.js';
 import { DEFAULT_ANTHROPIC_VERSION, DEFAULT_PROVIDER_TIMEOUTS, DEFAULT_RAW_CONFIG } from './defaults.js';
@@ -21,45 +19,14 @@ import {
 } from './fields.js';
 import { interpolateEnv } from './interpolate.js';
 import { PROVIDER_TYPES, type CacheConfig, type GatewayConfig, type ProviderType, type ModelConfig, type OutboundConfig, type ProviderConfig } from './types.js';
-
 import { ConfigError } from './errors.js';
-
-export { ConfigError };
+import { BUILTIN_CATALOG, parseYamlFile, readCatalogFile } from './files.js';
 
 /** YAML ► ${ENV} interpolation ► defaults ► validation with path-precise messages ► frozen object. */
 
+export { ConfigError };
+export { BUILTIN_CATALOG, BUILTIN_CATALOG_JSON, compileBuiltinCatalog, PACKAGE_ROOT } from './files.js';
 
-export const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-export const BUILTIN_CATALOG = resolve(PACKAGE_ROOT, 'config/models.yaml');
-/**
- * The built-in catalog as JSON, written by `npm run build` (compileBuiltinCatalog): a start
- * reads it with JSON.parse instead of loading the YAML parser and parsing the catalog (~15 MB
- * of resident memory between them). Used only while it is at least as new as the YAML.
- */
-export const BUILTIN_CATALOG_JSON = resolve(PACKAGE_ROOT, 'dist/models.json');
-
-/** The YAML package, loaded by the first YAML file read (a start on the built-in defaults reads none). */
-let yaml: typeof import('yaml') | undefined;
-function parseDocument(text: string, options: import('yaml').DocumentOptions & import('yaml').ParseOptions & import('yaml').SchemaOptions) {
-  yaml ??= createRequire(import.meta.url)('yaml') as typeof import('yaml');
-  return yaml.parseDocument(text, options);
-}
-
-/** Writes BUILTIN_CATALOG_JSON (or `out`) from config/models.yaml; throws on a YAML error. */
-export function compileBuiltinCatalog(out = BUILTIN_CATALOG_JSON): void {
-  writeFileSync(out, JSON.stringify(parseYamlFile(BUILTIN_CATALOG)));
-}
-
-function readCatalogFile(file: string): unknown {
-  if (file === BUILTIN_CATALOG) {
-    try {
-      if (statSync(BUILTIN_CATALOG_JSON).mtimeMs >= statSync(BUILTIN_CATALOG).mtimeMs) return JSON.parse(readFileSync(BUILTIN_CATALOG_JSON, 'utf8')) as unknown;
-    } catch {
-      // not built, or unreadable: the YAML below
-    }
-  }
-  return parseYamlFile(file);
-}
 /** `created` for catalog models that do not state one (the catalog's price date). */
 const CATALOG_CREATED = 1_763_683_200; // 2025-11-21T00:00:00Z
 
@@ -92,21 +59,6 @@ export function loadConfig(options: LoadOptions = {}): GatewayConfig {
   return buildConfig(userRaw, { env, baseDir: file ? dirname(file) : cwd, source: file ?? 'built-in defaults' });
 }
 
-function parseYamlFile(file: string): unknown {
-  const text = readFileSync(file, 'utf8');
-  const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
-  if (doc.errors.length > 0) {
-    throw new ConfigError(
-      file,
-      doc.errors.map((error) => {
-        const at = error.linePos?.[0];
-        const message = (error.message.split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '');
-        return `${file}:${at ? `${at.line}:${at.col}` : '?'}: ${message}`;
-      }),
-    );
-  }
-  return doc.toJS() ?? {};
-}
 
 interface BuildOptions {
   env: NodeJS.ProcessEnv;

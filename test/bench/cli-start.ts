@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { median, percentile } from './load.js';
+import { cleanEnv } from './procs.js';
 import type { CliStartResult } from './report.js';
 
 /**
@@ -11,10 +12,9 @@ import type { CliStartResult } from './report.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 
+/** cleanEnv(), without the CLI's own defaults either (every command here names its --url and --key). */
 function env(): NodeJS.ProcessEnv {
-  const out: NodeJS.ProcessEnv = { ...process.env, CI: 'true' };
-  delete out.NODE_OPTIONS;
-  delete out.GATEWAY_CONFIG;
+  const out: NodeJS.ProcessEnv = { ...cleanEnv(), CI: 'true' };
   delete out.GATEWAY_URL;
   delete out.GATEWAY_ADMIN_KEY;
   return out;

@@ -174,26 +174,32 @@ export async function startPortkey(nodeArgs: string[] = []): Promise<Proc> {
   const port = await freePort();
   const child = spawn(process.execPath, [...nodeArgs, entry, `--port=${port}`], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: cleanEnv() });
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 30_000;
+  await waitForHttp('portkey', child, url, 30_000, () => '');
+  child.stdout?.resume();
+  child.stderr?.resume();
+  return procOf('portkey', child, url);
+}
+
+/** Polls `url` until it answers 200; fails when the child exits first or `timeoutMs` passes (`log()` appended to the error). */
+async function waitForHttp(name: string, child: ChildProcess, url: string, timeoutMs: number, log: () => string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`portkey exited (${child.exitCode})`);
-    if (Date.now() > deadline) throw new Error(`portkey: ${url} did not answer within 30 s`);
-    const up = await request(url).then(
+    if (child.exitCode !== null) throw new Error(`${name} exited (${child.exitCode})${log()}`);
+    if (Date.now() > deadline) throw new Error(`${name}: ${url} did not answer within ${timeoutMs / 1000} s${log()}`);
+    const ok = await request(url).then(
       async (res) => {
         await res.body.dump();
         return res.statusCode === 200;
       },
       () => false,
     );
-    if (up) break;
+    if (ok) return;
     await sleep(100);
   }
-  child.stdout?.resume();
-  child.stderr?.resume();
-  return procOf('portkey', child, url);
 }
 
-function cleanEnv(): NodeJS.ProcessEnv {
+/** The environment of a child: this one's, without settings that would change what it runs. */
+export function cleanEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   delete env.NODE_OPTIONS;
   delete env.GATEWAY_CONFIG;
@@ -305,20 +311,7 @@ async function setUpGateway(
   files: { dir: string; dbPath: string; logPath: string; databaseUrl?: string },
 ): Promise<GatewayProc> {
   const { logPath } = files;
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`${options.name} exited (${child.exitCode}):\n${readFileSync(logPath, 'utf8')}`);
-    if (Date.now() > deadline) throw new Error(`${options.name}: ${url}/health did not answer within 60 s:\n${readFileSync(logPath, 'utf8')}`);
-    const ok = await request(`${url}/health`).then(
-      async (res) => {
-        await res.body.dump();
-        return res.statusCode === 200;
-      },
-      () => false,
-    );
-    if (ok) break;
-    await sleep(100);
-  }
+  await waitForHttp(options.name, child, `${url}/health`, 60_000, () => `:\n${readFileSync(logPath, 'utf8')}`);
   const proc = procOf(options.name, child, url);
 
   const api = async (path: string, body: unknown): Promise<any> => {

@@ -6,7 +6,7 @@ import { fundedKey, simulatedProviders, startTestGateway, type FundedKey, type T
 import { redisSkipReason } from '../support/redis.js';
 import { sampleAudio } from '../support/simulator/audio.js';
 import { ProviderSimulator } from '../support/simulator/server.js';
-import { postJson, twoDaemonsOnRedis, usageRow } from '../support/e2e.js';
+import { postJson, twoDaemonsOnRedis, usageRow, type RawResponse } from '../support/e2e.js';
 import { TEST_BACKEND } from '../support/store.js';
 
 /**
@@ -36,11 +36,16 @@ const base = { providers: simulatedProviders(sim.url), models: [PROBE] };
 
 /** The free funds the admission of `gw` sees for this key's account, in µINR (from the probe's 402). */
 async function freeFunds(gw: RunningGateway, funded: FundedKey): Promise<number> {
-  const res = await postJson(`${gw.url}/v1/chat/completions`, { authorization: `Bearer ${funded.key}` }, { model: PROBE_MODEL, messages: [{ role: 'user', content: 'x' }], max_tokens: 99_999_000 });
+  const res = await probe(gw, funded, 99_999_000);
   if (res.status !== 402) throw new Error(`the probe was not refused: ${res.status} ${res.text.slice(0, 200)}`);
   const match = /max_tokens=(\d+)/.exec(String(res.json?.error?.message));
   if (!match) throw new Error(`the probe's 402 names no max_tokens: ${res.text}`);
   return Number(match[1]);
+}
+
+/** The probe call asking for `maxTokens` output tokens: 402 when the free funds are fewer µINR. */
+function probe(gw: RunningGateway, funded: FundedKey, maxTokens: number): Promise<RawResponse> {
+  return postJson(`${gw.url}/v1/chat/completions`, { authorization: `Bearer ${funded.key}` }, { model: PROBE_MODEL, messages: [{ role: 'user', content: 'x' }], max_tokens: maxTokens });
 }
 
 const BALANCE_INR = 10;
@@ -161,12 +166,6 @@ async function settled(caller: RunningGateway, funded: FundedKey): Promise<void>
   }
 }
 
-/** The probe call asking for `maxTokens` output tokens: 402 when the free funds are fewer µINR. */
-async function probe(gw: RunningGateway, funded: FundedKey, maxTokens: number): Promise<number> {
-  const res = await postJson(`${gw.url}/v1/chat/completions`, { authorization: `Bearer ${funded.key}` }, { model: PROBE_MODEL, messages: [{ role: 'user', content: 'x' }], max_tokens: maxTokens });
-  return res.status;
-}
-
 async function everyPath(t: Tap, caller: RunningGateway, prober: RunningGateway, admin: TestGateway, pending: boolean, exact: boolean): Promise<void> {
   for (const path of PATHS) {
     await t.test(path.name, async (t) => {
@@ -187,7 +186,7 @@ async function everyPath(t: Tap, caller: RunningGateway, prober: RunningGateway,
         const expected = BALANCE - round * cost;
         // Straight after the answer (the charge possibly still waiting for its batch): one µINR
         // more than is left is refused. Admitting it would spend money the wallet no longer has.
-        t.equal(await probe(prober, funded, expected + 1), 402, `call ${round}: right after the answer, the next admission refuses one µINR more than the wallet has left`);
+        t.equal((await probe(prober, funded, expected + 1)).status, 402, `call ${round}: right after the answer, the next admission refuses one µINR more than the wallet has left`);
         const seen = await freeFunds(prober, funded);
         if (exact) t.equal(seen, expected, `call ${round}: and sees exactly the balance less every settled charge`);
         // Another daemon may still see the call's hold at its worst case for a few ms (the

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Command } from 'commander';
 import { SseParser } from '../../providers/shared/sse-parser.js';
-import { CliError } from '../client.js';
+import { CliError, errorMessageOf, readAll, sendRequest } from '../client.js';
 import type { Io } from '../io.js';
 import { gatewayUrl, UsageError, withClientOptions, type ClientFlags } from '../options.js';
 
@@ -61,7 +61,7 @@ class McpRelay {
   async checkKey(): Promise<void> {
     const response = await this.send('GET', undefined, { accept: 'text/event-stream' });
     const text = await readAll(response);
-    if (response.statusCode === 401 || response.statusCode === 403) throw new CliError(`the gateway refused the key (${response.statusCode}): ${messageOf(text) ?? 'not a management key'}`, response.statusCode);
+    if (response.statusCode === 401 || response.statusCode === 403) throw new CliError(`the gateway refused the key (${response.statusCode}): ${errorMessageOf(text) ?? 'not a management key'}`, response.statusCode);
     if (response.statusCode === 404) throw new CliError(`the gateway at ${this.base} has no /mcp endpoint (404)`, 404);
   }
 
@@ -108,7 +108,7 @@ class McpRelay {
         const text = await readAll(response);
         const requestIds = (Array.isArray(message) ? message : [message]).filter((m) => m.method !== undefined && m.id !== undefined && m.id !== null);
         for (const m of requestIds) {
-          write(`${JSON.stringify({ jsonrpc: '2.0', id: m.id, error: { code: -32603, message: `the gateway answered ${response.statusCode}: ${messageOf(text) ?? 'error'}` } })}\n`);
+          write(`${JSON.stringify({ jsonrpc: '2.0', id: m.id, error: { code: -32603, message: `the gateway answered ${response.statusCode}: ${errorMessageOf(text) ?? 'error'}` } })}\n`);
         }
         return;
       }
@@ -140,37 +140,11 @@ class McpRelay {
     write(`${JSON.stringify(parsed)}\n`);
   }
 
-  private async send(method: string, body: string | undefined, extra: Record<string, string>): Promise<IncomingMessage> {
+  private send(method: string, body: string | undefined, extra: Record<string, string>): Promise<IncomingMessage> {
     const headers: Record<string, string> = { ...extra, authorization: `Bearer ${this.key}` };
     if (this.sessionId !== undefined) headers['mcp-session-id'] = this.sessionId;
     if (this.protocolVersion !== undefined) headers['mcp-protocol-version'] = this.protocolVersion;
     if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
-    const { request } = this.url.protocol === 'https:' ? await import('node:https') : await import('node:http');
-    try {
-      return await new Promise<IncomingMessage>((resolve, reject) => {
-        const req = request(this.url, { method, headers }, resolve);
-        req.once('error', reject);
-        req.end(body);
-      });
-    } catch (error) {
-      const code = (error as { code?: string }).code ?? (error as Error).message;
-      throw new CliError(`cannot reach the gateway at ${this.base} (${code}): is \`gateway serve\` running? (set --url or GATEWAY_URL)`);
-    }
-  }
-}
-
-async function readAll(response: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of response) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-/** The daemon's error message from its `{error: {message}}` body. */
-function messageOf(text: string): string | undefined {
-  try {
-    const message = (JSON.parse(text) as { error?: { message?: unknown } }).error?.message;
-    return typeof message === 'string' ? message : undefined;
-  } catch {
-    return undefined;
+    return sendRequest(this.url, this.base, { method, headers, body });
   }
 }
