@@ -187,11 +187,13 @@ export class ResponseCache {
     if (result.stopSequence !== undefined) answer.stopSequence = result.stopSequence;
     if (plan.maxTokens !== undefined) answer.maxTokens = plan.maxTokens;
     const encoded = encodeAnswer(answer);
-    setImmediate(() => {
-      const writing = this.write(plan, encoded, model, requestId);
-      this.writing.add(writing);
-      void writing.finally(() => this.writing.delete(writing));
-    });
+    setImmediate(() => this.track(this.write(plan, encoded, model, requestId)));
+  }
+
+  /** Work that flush() (so purge() and close()) waits for. */
+  private track(writing: Promise<void>): void {
+    this.writing.add(writing);
+    void writing.finally(() => this.writing.delete(writing));
   }
 
   async close(): Promise<void> {
@@ -314,7 +316,9 @@ export class ResponseCache {
     };
     this.queued.push({ entry, semantic });
     if (!this.writeTimer) {
-      this.writeTimer = setTimeout(() => void this.writeQueued(), WRITE_BATCH_MS);
+      // Tracked: a purge that runs while this batch is in flight must wait for it, or the
+      // batch would land after the purge (seen on PostgreSQL: an entry left by purge-all).
+      this.writeTimer = setTimeout(() => this.track(this.writeQueued()), WRITE_BATCH_MS);
       this.writeTimer.unref();
     }
   }
