@@ -34,6 +34,58 @@ t.test('sliding window: a changed limit keeps recent admissions', async (t) => {
   t.equal(limiter.checkSync('k', 7).remaining, 6);
 });
 
+t.test('sliding window: rings grow with traffic, not to the limit, and idle keys are forgotten', async (t) => {
+  let now = 5_000_000;
+  const limiter = new MemoryRateLimiter(() => now);
+  limiter.checkSync('quiet', 10_000);
+  t.equal(limiter.capacityOf('quiet'), 16, 'one call at 10,000 a minute holds 16 slots, not 10,000');
+  for (let i = 0; i < 99; i++) limiter.checkSync('busy', 10_000);
+  t.equal(limiter.capacityOf('busy'), 128, '100 calls: doubled to 128');
+  for (let i = 0; i < 5; i++) limiter.checkSync('small', 3);
+  t.equal(limiter.capacityOf('small'), 3, 'never more than the limit');
+  now += WINDOW_MS / 2;
+  limiter.checkSync('busy', 10_000);
+  now += WINDOW_MS / 2 + 1;
+  // A window later: the sweep forgets keys with nothing left in their window and halves a ring
+  // whose traffic fell to a quarter of it.
+  t.equal(limiter.checkSync('other', 10_000).allowed, true);
+  t.equal(limiter.capacityOf('quiet'), 0, 'quiet key forgotten');
+  t.equal(limiter.capacityOf('small'), 0, 'small key forgotten');
+  t.equal(limiter.capacityOf('busy'), 64, 'busy ring (1 call left in its window) halved');
+  t.equal(limiter.trackedKeys, 2);
+  t.equal(limiter.checkSync('quiet', 10_000).remaining, 9_999, 'a forgotten key starts afresh');
+});
+
+t.test('sliding window: the growing ring decides as a plain list of admission times does', async (t) => {
+  let now = 0;
+  const limiter = new MemoryRateLimiter(() => now);
+  const model = new Map<string, number[]>();
+  let seed = 7;
+  const rand = (n: number): number => {
+    seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+    return seed % n;
+  };
+  let mismatches = 0;
+  let refused = 0;
+  for (let step = 0; step < 20_000; step++) {
+    now += rand(40);
+    const key = `k${rand(3)}`;
+    const limit = step < 10_000 ? 50 : 30 + rand(5);
+    // A changed limit keeps the newest `limit` admissions (as the limiter does).
+    const live = (model.get(key) ?? []).slice(-limit).filter((at) => at > now - WINDOW_MS);
+    const allowed = live.length < limit;
+    if (allowed) live.push(now);
+    else refused++;
+    model.set(key, live);
+    const got = limiter.checkSync(key, limit);
+    const remaining = allowed ? limit - live.length : 0;
+    const retryAfterMs = allowed ? 0 : Math.max(1, Math.ceil((live[0] as number) + WINDOW_MS - now));
+    if (got.allowed !== allowed || got.remaining !== remaining || got.retryAfterMs !== retryAfterMs) mismatches++;
+  }
+  t.ok(refused > 1000, `the limit was reached (${refused} refused)`);
+  t.equal(mismatches, 0, 'every decision, remaining and retry-after as the model');
+});
+
 t.test('memory holds add and release per account and key', async (t) => {
   const holds = new MemoryHoldStore();
   t.same(await holds.acquire({ id: 'a', accountId: 'acc', keyId: 'k1', amountMicros: 100 }), { accountHeldMicros: 100, keyHeldMicros: 100 });

@@ -24,14 +24,31 @@ export interface RateLimiter {
   check(keyId: string, limit: number, requestId: string): Promise<RateDecision>;
 }
 
+/** A key's first ring holds this many admission times; it doubles as needed, up to the limit. */
+const RING_INITIAL = 16;
+
+interface Ring {
+  /** Admission times in a circular buffer, oldest first from `start`. */
+  times: Float64Array;
+  start: number;
+  size: number;
+  limit: number;
+}
+
 /**
- * In memory: per key a ring of the last `limit` admission times, oldest first. The window is
- * full exactly when the oldest of them is younger than 60 s. O(1) to admit, O(log n) to count.
+ * In memory: per key a ring of its admission times within the window, oldest first. The window
+ * is full when it holds `limit` of them. O(1) to admit (amortized), O(log n) to count. A ring
+ * grows with the key's traffic (not to `limit` up front: 80 KB per key at 10,000 a minute), and
+ * once a window the rings are swept: a key idle for a whole window is forgotten, and a ring
+ * four times larger than its traffic is halved.
  */
 export class MemoryRateLimiter implements RateLimiter {
-  private readonly rings = new Map<string, { times: Float64Array; start: number; size: number }>();
+  private readonly rings = new Map<string, Ring>();
+  private sweptAt: number;
 
-  constructor(private readonly now: () => number = Date.now) {}
+  constructor(private readonly now: () => number = Date.now) {
+    this.sweptAt = now();
+  }
 
   async check(keyId: string, limit: number): Promise<RateDecision> {
     return this.checkSync(keyId, limit);
@@ -39,46 +56,79 @@ export class MemoryRateLimiter implements RateLimiter {
 
   checkSync(keyId: string, limit: number): RateDecision {
     const now = this.now();
+    if (now - this.sweptAt >= WINDOW_MS) this.sweep(now);
     let ring = this.rings.get(keyId);
-    if (!ring || ring.times.length !== limit) ring = this.resize(keyId, ring, limit);
-    const windowStart = now - WINDOW_MS;
-    const at = (i: number): number => ring.times[(ring.start + i) % limit] as number;
-    // Admissions older than the window no longer count.
-    let firstLive = 0;
-    let lo = 0;
-    let hi = ring.size;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (at(mid) <= windowStart) lo = mid + 1;
-      else hi = mid;
+    if (!ring) {
+      ring = { times: new Float64Array(Math.min(limit, RING_INITIAL)), start: 0, size: 0, limit };
+      this.rings.set(keyId, ring);
+    } else if (ring.limit !== limit) {
+      // A changed limit keeps the most recent admissions.
+      ring = resized(ring, Math.min(ring.size, limit), limit);
+      this.rings.set(keyId, ring);
     }
-    firstLive = lo;
-    const live = ring.size - firstLive;
+    // Admissions older than the window no longer count: dropped.
+    dropBefore(ring, now - WINDOW_MS);
+    const live = ring.size;
     if (live >= limit) {
-      const retryAfterMs = Math.max(1, Math.ceil(at(firstLive) + WINDOW_MS - now));
-      return { allowed: false, limit, remaining: 0, retryAfterMs, resetMs: Math.ceil(at(ring.size - 1) + WINDOW_MS - now) };
+      const retryAfterMs = Math.max(1, Math.ceil(at(ring, 0) + WINDOW_MS - now));
+      return { allowed: false, limit, remaining: 0, retryAfterMs, resetMs: Math.ceil(at(ring, live - 1) + WINDOW_MS - now) };
     }
-    if (ring.size < limit) {
-      ring.times[(ring.start + ring.size) % limit] = now;
-      ring.size += 1;
-    } else {
-      ring.times[ring.start] = now;
-      ring.start = (ring.start + 1) % limit;
+    const oldestLive = live === 0 ? now : at(ring, 0);
+    // live < limit, so a full ring is smaller than the limit and can grow.
+    if (ring.size === ring.times.length) {
+      ring = resized(ring, ring.size, limit, Math.min(limit, 2 * ring.times.length));
+      this.rings.set(keyId, ring);
     }
-    const oldestLive = live === 0 ? now : at(ring.size - live - 1);
+    ring.times[(ring.start + ring.size) % ring.times.length] = now;
+    ring.size += 1;
     return { allowed: true, limit, remaining: limit - live - 1, retryAfterMs: 0, resetMs: Math.ceil(Math.max(oldestLive, now) + WINDOW_MS - now) };
   }
 
-  /** A new ring for a changed limit keeps the most recent admissions. */
-  private resize(keyId: string, old: { times: Float64Array; start: number; size: number } | undefined, limit: number) {
-    const ring = { times: new Float64Array(limit), start: 0, size: 0 };
-    if (old) {
-      const keep = Math.min(old.size, limit);
-      for (let i = old.size - keep; i < old.size; i++) ring.times[ring.size++] = old.times[(old.start + i) % old.times.length] as number;
-    }
-    this.rings.set(keyId, ring);
-    return ring;
+  /** Keys tracked (for tests). */
+  get trackedKeys(): number {
+    return this.rings.size;
   }
+
+  /** Ring capacity of a key, 0 when untracked (for tests). */
+  capacityOf(keyId: string): number {
+    return this.rings.get(keyId)?.times.length ?? 0;
+  }
+
+  private sweep(now: number): void {
+    this.sweptAt = now;
+    for (const [keyId, ring] of this.rings) {
+      dropBefore(ring, now - WINDOW_MS);
+      if (ring.size === 0) this.rings.delete(keyId);
+      else if (ring.times.length > RING_INITIAL && 4 * ring.size <= ring.times.length) {
+        this.rings.set(keyId, resized(ring, ring.size, ring.limit, Math.max(RING_INITIAL, ring.times.length >> 1)));
+      }
+    }
+  }
+}
+
+function at(ring: Ring, i: number): number {
+  return ring.times[(ring.start + i) % ring.times.length] as number;
+}
+
+/** Forgets the admissions at or before `cutoff` (binary search: the times are in order). */
+function dropBefore(ring: Ring, cutoff: number): void {
+  let lo = 0;
+  let hi = ring.size;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (at(ring, mid) <= cutoff) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo === 0) return;
+  ring.start = (ring.start + lo) % ring.times.length;
+  ring.size -= lo;
+}
+
+/** A copy of the ring's newest `keep` times, in a ring of `capacity` (at least `keep`). */
+function resized(ring: Ring, keep: number, limit: number, capacity = Math.min(limit, Math.max(RING_INITIAL, keep))): Ring {
+  const next: Ring = { times: new Float64Array(Math.max(capacity, keep, 1)), start: 0, size: 0, limit };
+  for (let i = ring.size - keep; i < ring.size; i++) next.times[next.size++] = at(ring, i);
+  return next;
 }
 
 // The window of one key is a sorted set of admission times (member: request id), on Redis's
