@@ -35,8 +35,9 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     options.logger ?? pino({ level: config.logging.level, base: { service: 'llm-gateway' } }, pino.destination({ dest: 1, sync: false, minLength: 4096 }));
   const logFlush = setInterval(() => logger.flush(), 1000);
   logFlush.unref();
-  // Without Redis this daemon must be the database's only one (serving-lock.ts); it then
-  // also remembers admission's funds between calls.
+  // Without Redis this daemon must be the database's only one (serving-lock.ts). Admission's
+  // funds are remembered between calls either way; with Redis (other daemons writing the same
+  // store) the cache checks for their commits on each use.
   /** Set once the daemon can stop (below): what losing the serving lock calls. */
   let lost: (() => Promise<void>) | undefined;
   const store: Store = await openStore(config.database, { onCheckpointError: (message) => logger.warn({ err: { message } }, 'WAL checkpoint failed') });
@@ -52,7 +53,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     await store.close();
     throw error;
   }
-  if (!config.redis) store.cacheFunds();
+  store.cacheFunds({ sharedWriters: Boolean(config.redis) });
   let redis: Awaited<ReturnType<typeof createRedis>> | undefined;
   if (config.redis) {
     let lastError = '';

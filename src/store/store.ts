@@ -32,8 +32,18 @@ class FundsCache {
   private readonly keys = new Map<string, { budgetMicros: number | null; spentMicros: number } | null>();
   /** total_changes() when the cache was last known right. */
   private mark = -1;
+  /** PRAGMA data_version then (other connections' commits change it), when they may write. */
+  private version = -1;
 
-  constructor(private readonly changes: () => number) {}
+  /**
+   * @param changes this connection's total_changes()
+   * @param dataVersion PRAGMA data_version, for a database other daemons write too (Redis):
+   *   it changes when any other connection commits, so their charges and top-ups clear the cache
+   */
+  constructor(
+    private readonly changes: () => number,
+    private readonly dataVersion?: () => number,
+  ) {}
 
   get(accountId: string, apiKeyId: string): Funds | undefined {
     this.check();
@@ -72,6 +82,13 @@ class FundsCache {
       this.clear();
       this.mark = now;
     }
+    if (this.dataVersion) {
+      const version = this.dataVersion();
+      if (version !== this.version) {
+        this.clear();
+        this.version = version;
+      }
+    }
   }
 
   private clear(): void {
@@ -103,6 +120,7 @@ export class SqliteStore implements Store, LocalWrites {
   private readonly runInTransaction;
   private readonly fundsStmt;
   private readonly changesStmt;
+  private readonly dataVersionStmt;
   private fundsCache: FundsCache | undefined;
 
   /** @param path the database file (':memory:' for none), for files kept beside it. */
@@ -115,6 +133,7 @@ export class SqliteStore implements Store, LocalWrites {
       .prepare('SELECT a.balance_micros, k.budget_micros, k.spent_micros FROM accounts a LEFT JOIN api_keys k ON k.id = ? AND k.account_id = a.id WHERE a.id = ?')
       .raw();
     this.changesStmt = db.prepare('SELECT total_changes()').pluck();
+    this.dataVersionStmt = db.prepare('PRAGMA data_version').pluck();
     this.barrier = new ReadBarrier(db);
     this.accounts = new AccountsRepo(db, this.barrier);
     this.apiKeys = new KeysRepo(db, 'api', this.barrier);
@@ -156,11 +175,16 @@ export class SqliteStore implements Store, LocalWrites {
   }
 
   /**
-   * Remember admission's funds between calls. Only for a daemon that is the only writer of
-   * the database file (see FundsCache): another process's writes would go unseen.
+   * Remember admission's funds between calls (see FundsCache). With `sharedWriters` (daemons
+   * sharing the file through Redis) each use first reads PRAGMA data_version (about 2 µs; the
+   * funds query it saves costs several times that), so another process's commit clears the
+   * cache; alone, this connection's total_changes() is enough.
    */
-  cacheFunds(): void {
-    this.fundsCache ??= new FundsCache(() => this.changesStmt.get() as number);
+  cacheFunds(options: { sharedWriters?: boolean } = {}): void {
+    this.fundsCache ??= new FundsCache(
+      () => this.changesStmt.get() as number,
+      options.sharedWriters ? () => this.dataVersionStmt.get() as number : undefined,
+    );
   }
 
   /**

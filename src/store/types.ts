@@ -192,8 +192,12 @@ export interface Store {
    */
   createFirstAdmin(account: NewAccount, key: NewKey): Awaitable<{ account: Account; key: KeyRecord } | undefined>;
 
-  /** Remember admission's funds between calls: only for a daemon that is the store's only writer. */
-  cacheFunds(): void;
+  /**
+   * Remember admission's funds between calls. `sharedWriters`: other daemons write the same
+   * store (Redis configured), so the cache must see their commits (a store that cannot tell
+   * keeps no cache then).
+   */
+  cacheFunds(options?: { sharedWriters?: boolean }): void;
 
   /**
    * Keeps other daemons off the store while this one runs: `alone` (no Redis: limits and holds

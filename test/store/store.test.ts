@@ -190,6 +190,52 @@ t.test('funds cache: reads once, takes batch charges in place, and starts over a
   t.same(store.funds('acc_1', 'key_1'), fromDb());
 });
 
+t.test('funds cache with shared writers: another daemon\'s commits on the same file are seen', async (t) => {
+  const dir = tempDir();
+  t.teardown(dir.remove);
+  const path = join(dir.path, 'gateway.db');
+  const mine = Store.open(path);
+  const theirs = Store.open(path);
+  t.teardown(() => {
+    mine.close();
+    theirs.close();
+  });
+  mine.cacheFunds({ sharedWriters: true });
+  seedAccount(theirs);
+  seedKey(theirs, 'key_1', 'acc_1', 5_000_000);
+  theirs.ledger.credit('topup', { accountId: 'acc_1', amountMicros: 9_000_000, now: 2 });
+  t.same(mine.funds('acc_1', 'key_1'), { balanceMicros: 9_000_000, key: { budgetMicros: 5_000_000, spentMicros: 0 } });
+  // Count the funds query's reads (the cache is used: not one per call).
+  const stmt = (mine as unknown as { fundsStmt: { get: (...args: unknown[]) => unknown } }).fundsStmt;
+  const get = stmt.get.bind(stmt);
+  let reads = 0;
+  stmt.get = (...args: unknown[]) => {
+    reads++;
+    return get(...args);
+  };
+  mine.funds('acc_1', 'key_1');
+  t.equal(reads, 0, 'a second read comes from the cache');
+  // Cached: an own batch is taken in place.
+  const own = [{ accountId: 'acc_1', amountMicros: 1_000_000, requestId: 'req_1', apiKeyId: 'key_1', now: 3 }];
+  mine.charge(own, () => mine.ledger.chargeManyInTransaction(own));
+  t.same(mine.funds('acc_1', 'key_1'), { balanceMicros: 8_000_000, key: { budgetMicros: 5_000_000, spentMicros: 1_000_000 } }, 'own batch');
+  t.equal(reads, 0, 'own batch taken without a read');
+  // The other daemon charges, tops up and changes the budget: each is seen at the next read.
+  const other = [{ accountId: 'acc_1', amountMicros: 250_000, requestId: 'req_2', apiKeyId: 'key_1', now: 4 }];
+  theirs.charge(other, () => theirs.ledger.chargeManyInTransaction(other));
+  t.same(mine.funds('acc_1', 'key_1'), { balanceMicros: 7_750_000, key: { budgetMicros: 5_000_000, spentMicros: 1_250_000 } }, "the other daemon's charge");
+  t.equal(reads, 1, 'read again after their commit');
+  theirs.ledger.credit('topup', { accountId: 'acc_1', amountMicros: 1_000_000, now: 5 });
+  t.equal(mine.funds('acc_1', 'key_1')?.balanceMicros, 8_750_000, "the other daemon's top-up");
+  theirs.apiKeys.update('key_1', { budgetMicros: 2_000_000 });
+  t.same(mine.funds('acc_1', 'key_1')?.key, { budgetMicros: 2_000_000, spentMicros: 1_250_000 }, "the other daemon's budget change");
+  // An own batch right after another daemon's commit: started over, not deltas on stale values.
+  theirs.ledger.charge({ accountId: 'acc_1', amountMicros: 5, requestId: 'req_3', apiKeyId: 'key_1', now: 6 });
+  const again = [{ accountId: 'acc_1', amountMicros: 100, requestId: 'req_4', apiKeyId: 'key_1', now: 7 }];
+  mine.charge(again, () => mine.ledger.chargeManyInTransaction(again));
+  t.same(mine.funds('acc_1', 'key_1'), { balanceMicros: 8_749_895, key: { budgetMicros: 2_000_000, spentMicros: 1_250_105 } }, 'both charges');
+});
+
 t.test('usage: filters by key without an index of their own', async (t) => {
   const store = Store.open(':memory:');
   t.teardown(() => store.close());
