@@ -3,6 +3,7 @@ import type { Server } from 'node:http';
 import pino, { type Logger } from 'pino';
 import { createApp, type App } from './app.js';
 import { RedisHoldStore } from './core/limits/holds.js';
+import { LogDestination } from './core/log-destination.js';
 import { buildRouter } from './api/routes.js';
 import type { GatewayConfig } from './config/types.js';
 import { createHttpServer } from './http/server.js';
@@ -29,10 +30,10 @@ const LAST_USED_FLUSH_MS = 5000;
 
 /** load config ► open store and Redis ► build app ► listen. Signals are the caller's (the CLI's). */
 export async function startGateway(config: GatewayConfig, options: StartOptions = {}): Promise<RunningGateway> {
-  // Log lines are buffered (up to 4 KB, flushed every second and at shutdown) instead of one
-  // write(2) per request line.
-  const logger =
-    options.logger ?? pino({ level: config.logging.level, base: { service: 'llm-gateway' } }, pino.destination({ dest: 1, sync: false, minLength: 4096 }));
+  // Log lines are buffered (written per 64 KiB, every second, at shutdown and at exit) instead
+  // of one write(2) per request line (core/log-destination.ts).
+  const destination = options.logger ? undefined : new LogDestination(1);
+  const logger = options.logger ?? pino({ level: config.logging.level, base: { service: 'llm-gateway' } }, destination);
   const logFlush = setInterval(() => logger.flush(), 1000);
   logFlush.unref();
   // Without Redis this daemon must be the database's only one (serving-lock.ts). Admission's
@@ -154,6 +155,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       clearInterval(logFlush);
       logger.info('gateway stopped');
       await new Promise<void>((resolve) => logger.flush(() => resolve()));
+      destination?.end();
     })();
     return closing;
   };
