@@ -154,8 +154,9 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       await store.close();
       clearInterval(logFlush);
       logger.info('gateway stopped');
+      // Lines logged after this (a caller's own) still go out: the once-a-second flush has
+      // stopped, but the destination writes what it holds when the process exits.
       await new Promise<void>((resolve) => logger.flush(() => resolve()));
-      destination?.end();
     })();
     return closing;
   };

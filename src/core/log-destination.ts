@@ -102,7 +102,10 @@ export class LogDestination {
     }
   }
 
-  /** Stops using the fd (it stays open: it is the caller's); what is pending is written first. */
+  /**
+   * Writes what is pending and forgets the fd (for a caller about to close it: the exit hook
+   * must not write to a number the system may have given to another file since).
+   */
   end(): void {
     this.flushSync();
     open.delete(this);
