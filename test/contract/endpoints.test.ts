@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Anthropic from '@anthropic-ai/sdk';
 import t from 'tap';
 import { startTestGateway } from '../support/gateway.js';
-import { REDIS_URL, redisSkipReason } from '../support/redis.js';
+import { dropPrefix, REDIS_URL, redisSkipReason } from '../support/redis.js';
 import { at, list, str } from './check.js';
 import {
   CHAT,
@@ -337,11 +337,7 @@ t.test('GET /health/ready with every dependency healthy: ready, ok, ok (spec: GE
   const prefix = `contract-${randomUUID()}:`;
   const withRedis = await startTestGateway({ redis: { url: REDIS_URL, key_prefix: prefix } });
   t.teardown(async () => {
-    const redis = withRedis.app.redis;
-    if (redis) {
-      const keys = await redis.keys(`${prefix}*`);
-      if (keys.length > 0) await redis.del(...keys);
-    }
+    if (withRedis.app.redis) await dropPrefix(withRedis.app.redis, prefix);
     await withRedis.stop();
   });
   const res = await withRedis.http<unknown>('GET', '/health/ready');

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import t from 'tap';
 import { MemoryHoldStore, RedisHoldStore, type HoldRef, type HoldStore } from '../../src/core/limits/holds.js';
-import { REDIS_URL, redisSkipReason } from '../support/redis.js';
+import { dropPrefix, REDIS_URL, redisSkipReason } from '../support/redis.js';
 
 /** The same behaviour from both stores: holds are lowered to their costs, then released in one go. */
 async function shrinkAndRelease(t: Parameters<Parameters<typeof tap.test>[0]>[0], holds: HoldStore): Promise<void> {
@@ -41,8 +41,7 @@ function redisHolds(t: Parameters<Parameters<typeof tap.test>[0]>[0]): { redis: 
   const holds = new RedisHoldStore(redis, prefix, 'test-instance');
   t.teardown(async () => {
     holds.close();
-    const keys = await redis.keys(`${prefix}*`);
-    if (keys.length > 0) await redis.del(...keys);
+    await dropPrefix(redis, prefix);
     await redis.quit();
   });
   return { redis, prefix, holds };

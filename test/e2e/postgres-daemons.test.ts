@@ -15,7 +15,7 @@ import { serve, type Running } from '../support/cli.js';
 import { header, postJson, until, type RawResponse } from '../support/e2e.js';
 import { httpClient, simulatedProviders, tempDir, testConfig, TEST_JWT_SECRET, type Http } from '../support/gateway.js';
 import { postgresSkipReason, scratchDatabase, type ScratchDatabase } from '../support/postgres.js';
-import { REDIS_URL, redisSkipReason } from '../support/redis.js';
+import { dropPrefix, REDIS_URL, redisSkipReason } from '../support/redis.js';
 import { ProviderSimulator } from '../support/simulator/server.js';
 
 /**
@@ -52,8 +52,7 @@ t.test('three daemons on one PostgreSQL and one Redis', { skip }, async (t) => {
     for (const daemon of daemons) daemon.dir.remove();
     await sql.end({ timeout: 1 });
     await database.drop();
-    const keys = await redis.keys(`${prefix}*`);
-    if (keys.length > 0) await redis.del(...keys);
+    await dropPrefix(redis, prefix);
     redis.disconnect();
   });
 

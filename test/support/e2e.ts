@@ -5,7 +5,7 @@ import { request } from 'undici';
 import { startGateway, type RunningGateway } from '../../src/main.js';
 import type { UsageRecord } from '../../src/store/usage.js';
 import { startTestGateway, testConfig, type FundedKey, type TestGateway } from './gateway.js';
-import { REDIS_URL } from './redis.js';
+import { dropPrefix, REDIS_URL } from './redis.js';
 
 /** Helpers shared by the end-to-end tests: reading responses, the store and the holds. */
 
@@ -105,11 +105,7 @@ export async function twoDaemonsOnRedis(test: Tap, raw: Record<string, unknown>)
   const a = await startTestGateway(config);
   const b = await startGateway(testConfig(a.dir, config), { logger: pino({ level: 'silent' }) });
   test.teardown(async () => {
-    const redis = a.app.redis;
-    if (redis) {
-      const keys = await redis.keys(`${prefix}*`);
-      if (keys.length > 0) await redis.del(...keys);
-    }
+    if (a.app.redis) await dropPrefix(a.app.redis, prefix);
     await b.close();
     await a.stop();
   });

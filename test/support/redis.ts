@@ -27,3 +27,9 @@ export function redisSkipReason(): string | false {
   if (up || process.env.CI === 'true') return false;
   return `Redis is not reachable at ${REDIS_URL} (set REDIS_URL; under CI=true this test fails instead)`;
 }
+
+/** Deletes every key under `prefix` (a test's own key prefix, at its end). */
+export async function dropPrefix(redis: Redis, prefix: string): Promise<void> {
+  const keys = await redis.keys(`${prefix}*`);
+  if (keys.length > 0) await redis.del(...keys);
+}
