@@ -14,6 +14,8 @@ import { makeTarget, closedLoop, openLoop, specFor, median, WORKLOADS, type Work
  * WORKLOAD=stream|messages|embeddings|speech probes another workload instead of chat JSON.
  * CSW=1 adds the main thread's voluntary context switches per request (csw=, not in the total).
  * REDIS=1 configures both daemons with Redis (redis://127.0.0.1:6379, a key prefix each).
+ * GW_NODE_ARGS adds Node flags to the floor and the gateway (not the base), e.g. `--require
+ *   ./test/bench/diag/alloc-profile.cjs` or `./test/bench/diag/stall-probe.cjs` (see test/bench/diag/).
  *
  *   node --import tsx test/bench/probe.ts          (after npm run build)
  */
