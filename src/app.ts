@@ -17,6 +17,9 @@ import { Admitter } from './core/gateway/admission.js';
 import { ChatService } from './core/gateway/chat.js';
 import { HostedImages } from './core/gateway/hosted-images.js';
 import { MediaService } from './core/gateway/media.js';
+import { CallPipeline } from './core/gateway/pipeline.js';
+import { RouteHealth } from './core/routing/health.js';
+import { RedisRoutes } from './core/routing/redis-routes.js';
 import { Settlement } from './core/gateway/settlement.js';
 import { MemoryHoldStore, RedisHoldStore, type HoldStore } from './core/limits/holds.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './core/limits/rate-limit.js';
@@ -45,6 +48,10 @@ export interface App {
   readonly settlement: Settlement;
   readonly chat: ChatService;
   readonly media: MediaService;
+  /** What the router knows of every deployment and key (rests, calls in flight, stats). */
+  readonly routes: RouteHealth;
+  /** Routing state shared with the other daemons, with Redis (started by main.ts). */
+  readonly routeSync: RedisRoutes | undefined;
   readonly hostedImages: HostedImages;
   /** The response cache, when `cache.enabled`. */
   readonly cache: ResponseCache | undefined;
@@ -96,11 +103,14 @@ export function createApp(config: GatewayConfig, store: Store, redis: Redis | un
   const settlement = new Settlement(store, holds, usage, logger, { applyDelayMs: config.database.billingBatchMs });
   const admitter = new Admitter(store, limiter, holds, redisHolds && ((keyId, limit, requestId, hold) => redisHolds.acquireIfAdmitted(keyId, limit, requestId, hold)));
   const hostedImages = new HostedImages(config.database.path, logger, undefined, store.images);
-  const media = new MediaService(config, catalog, admitter, settlement, upstream, hostedImages, logger);
+  const routes = new RouteHealth(config.routing);
+  routes.onRest = (id, rest) => logger.warn({ rest: id, reason: rest.reason, until: new Date(rest.until).toISOString() }, id.startsWith('k:') ? 'provider key resting' : 'deployment resting');
+  const pipeline = new CallPipeline(config, catalog, routes, holds, settlement, logger);
+  const media = new MediaService(config, catalog, admitter, pipeline, upstream, hostedImages, logger);
   const cache = config.cache.enabled
     ? new ResponseCache(config.cache, { openEntries: (limits) => store.openCache(limits, logger), redis, redisPrefix: prefix, embed: promptEmbedder(config, catalog, media), logger })
     : undefined;
-  const chat = new ChatService(config, catalog, admitter, settlement, upstream, logger, cache);
+  const chat = new ChatService(config, catalog, admitter, pipeline, upstream, logger, cache);
   return {
     config,
     logger,
@@ -120,6 +130,8 @@ export function createApp(config: GatewayConfig, store: Store, redis: Redis | un
     settlement,
     chat,
     media,
+    routes,
+    routeSync: redis ? new RedisRoutes(redis, prefix, instanceId(config), routes, config.routing, logger) : undefined,
     hostedImages,
     cache,
     keyInvalidations: redis ? new KeyInvalidations(redis, prefix, keyAuth, logger) : undefined,

@@ -71,7 +71,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   }
 
   const app = createApp(config, store, redis, logger);
-  await Promise.all([app.keyInvalidations?.start(), app.usageRelay?.start()]);
+  await Promise.all([app.keyInvalidations?.start(), app.usageRelay?.start(), app.routeSync?.start()]);
   // Calls a stopped run settled but did not get into the ledger, before any new call (and
   // before the previous run's Redis holds, which still cover them, are dropped).
   if (!app.settlement.recoverOrphans().complete) {
@@ -79,6 +79,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     app.holds.close();
     app.keyInvalidations?.close();
     app.usageRelay?.close();
+    app.routeSync?.close();
     if (redis) redis.disconnect();
     await servingLock?.release();
     await store.close();
@@ -149,6 +150,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       await app.upstream.close();
       app.keyInvalidations?.close();
       app.usageRelay?.close();
+      app.routeSync?.close();
       if (redis) await redis.quit().catch(() => redis?.disconnect());
       await servingLock?.release();
       await store.close();

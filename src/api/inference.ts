@@ -1,4 +1,5 @@
 import type { App } from '../app.js';
+import { errors } from '../core/errors.js';
 import type { GatewayStreamEvent } from '../core/canonical.js';
 import type { CallContext, ChatDraft, ChatOutcome } from '../core/gateway/chat.js';
 import { SseWriter, type SseEvent } from '../http/sse.js';
@@ -54,7 +55,8 @@ export async function serveChatCall(app: App, ctx: RequestContext, key: KeyRecor
  * upstream call when the client disconnects before the response is complete.
  */
 export function callContext(ctx: RequestContext, key: KeyRecord, endpoint: string): CallContext {
-  return {
+  const fallbacks = fallbackHeader(ctx.req.headers['x-gateway-fallbacks']);
+  const call: CallContext = {
     requestId: ctx.requestId,
     endpoint,
     accountId: key.accountId,
@@ -64,6 +66,22 @@ export function callContext(ctx: RequestContext, key: KeyRecord, endpoint: strin
     startedAt: Date.now(),
     cache: key.cache,
   };
+  if (fallbacks) call.fallbacks = fallbacks;
+  return call;
+}
+
+/** At most this many fallbacks in a request (the body's `models` or the header). */
+export const MAX_FALLBACKS = 10;
+
+/** `x-gateway-fallbacks: id1, id2`: models to fall back to, in order, on every endpoint. */
+function fallbackHeader(header: string | string[] | undefined): string[] | undefined {
+  if (header === undefined) return undefined;
+  const names = (Array.isArray(header) ? header.join(',') : header)
+    .split(',')
+    .map((name) => name.trim())
+    .filter((name) => name !== '');
+  if (names.length > MAX_FALLBACKS) throw errors.invalidHeader('x-gateway-fallbacks', `at most ${MAX_FALLBACKS} models`);
+  return names.length > 0 ? names : undefined;
 }
 
 /** `x-gateway-cache: no-cache` (the switch for formats whose body has no `no_cache`, and any client). */

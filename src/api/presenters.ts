@@ -98,6 +98,9 @@ export function presentUsage(record: UsageRecord, names: UsageNames = { accountE
     cache_similarity: record.cacheSimilarity,
     // What a hit saved at list price (INR).
     cache_saved: microsToInr(record.cacheSavedMicros),
+    // Routing: the deployment that served (provider entry and upstream model) and the upstream attempts made.
+    deployment: record.deployment,
+    attempts: record.attempts,
     status: record.status,
     error_type: record.errorType,
     latency_ms: record.latencyMs,

@@ -1,5 +1,6 @@
 import { parseInr } from '../core/money.js';
 import { isRecord, Problems, readBool, readInt, readEnum, readString, type Raw } from './fields.js';
+import { readDeployments } from './routing.js';
 import {
   MODEL_TYPES,
   SPEECH_FORMATS,
@@ -53,10 +54,12 @@ const MODEL_KEYS = [
   'max_images',
   'styles',
   'url_output',
+  // Where it is served (config/routing.ts); absent: the provider its id names.
+  'deployments',
 ] as const;
 
 /** The kinds of call each wire family serves (src/providers/<family>/). */
-const FAMILY_KINDS: Record<ProviderType, readonly ModelType[]> = {
+export const FAMILY_KINDS: Record<ProviderType, readonly ModelType[]> = {
   openai: ['chat', 'embedding', 'speech', 'transcription', 'image'],
   anthropic: ['chat'],
   gemini: ['chat', 'embedding', 'image'],
@@ -128,11 +131,13 @@ export function parseModel(entry: SourcedEntry, providerTypes: ReadonlyMap<strin
   });
   const provider = id ? (MODEL_ID.exec(id)?.[1] as string) : undefined;
   const providerType = provider ? providerTypes.get(provider) : undefined;
-  if (provider && !providerType) {
+  // With deployments, the id's prefix is only a name (each deployment names its provider).
+  const deployed = raw.deployments !== undefined && raw.deployments !== null;
+  if (provider && !providerType && !deployed) {
     problems.add(`${path}.id`, `provider '${provider}' is not configured under providers`);
   }
   const type: ModelType = readEnum(raw, 'type', path, problems, MODEL_TYPES, 'chat');
-  if (providerType && !FAMILY_KINDS[providerType].includes(type)) {
+  if (providerType && !deployed && !FAMILY_KINDS[providerType].includes(type)) {
     problems.add(`${path}.type`, `a provider of type ${providerType} serves ${FAMILY_KINDS[providerType].join(', ')} models, not ${type}`);
   }
   const name = readString(raw, 'name', path, problems) ?? id;
@@ -186,8 +191,9 @@ export function parseModel(entry: SourcedEntry, providerTypes: ReadonlyMap<strin
     }
   }
 
+  const deployments = provider && upstreamModel ? readDeployments(raw.deployments, `${path}.deployments`, { provider, upstreamModel, type }, providerTypes, FAMILY_KINDS, problems) : [];
   if (problems.lines.length > before || !id || !provider || !upstreamModel || !name) return undefined;
-  const model: ModelConfig = { id, name, provider, upstreamModel, type, pricing, created, ...specs };
+  const model: ModelConfig = { id, name, provider, upstreamModel, type, pricing, created, deployments, ...specs };
   if (contextWindow !== undefined) model.contextWindow = contextWindow;
   if (maxOutputTokens !== undefined) model.maxOutputTokens = maxOutputTokens;
   return model;

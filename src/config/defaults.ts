@@ -34,6 +34,13 @@ export const DEFAULT_RAW_CONFIG = {
     semantic: { models: [], embedding_model: 'openai/text-embedding-3-small', dimensions: 256, threshold: 0.95 },
   },
   outbound: { allow_private: [], allow_ports: [] },
+  routing: {
+    strategy: 'weighted',
+    retries: 2,
+    max_retry_after: '10s',
+    timeout: '300s',
+    cooldown: { failures: 3, window: '60s', duration: '30s' },
+  },
   catalog: { path: 'builtin' },
   providers: {
     openai: { type: 'openai', base_url: 'https://api.openai.com/v1', api_key: '${OPENAI_API_KEY}', max_tokens_param: 'max_completion_tokens' },

@@ -1,7 +1,6 @@
 import { existsSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { mergeModelEntries, parseModel, toSourcedEntries } from './catalog.js';
-import { parseCidr } from '../core/outbound/address-policy.js';
 import { DEFAULT_ANTHROPIC_VERSION, DEFAULT_PROVIDER_TIMEOUTS, DEFAULT_RAW_CONFIG } from './defaults.js';
 import {
   isRecord,
@@ -18,6 +17,8 @@ import {
   type Raw,
 } from './fields.js';
 import { interpolateEnv } from './interpolate.js';
+import { readFallbacks, readRouting } from './routing.js';
+import { readBillingBatch, readCache, readOutbound } from './sections.js';
 import { PROVIDER_TYPES, type CacheConfig, type GatewayConfig, type ProviderType, type ModelConfig, type OutboundConfig, type ProviderConfig } from './types.js';
 import { ConfigError } from './errors.js';
 import { BUILTIN_CATALOG, parseYamlFile, readCatalogFile } from './files.js';
@@ -69,7 +70,7 @@ interface BuildOptions {
 /** Validates a parsed (not yet interpolated) user config merged over the defaults. */
 export function buildConfig(userRaw: unknown, options: BuildOptions): GatewayConfig {
   const topProblems = new Problems();
-  const top = readSection(userRaw, '', ['server', 'database', 'redis', 'cache', 'auth', 'logging', 'outbound', 'catalog', 'providers', 'models'], topProblems);
+  const top = readSection(userRaw, '', ['server', 'database', 'redis', 'cache', 'auth', 'logging', 'outbound', 'routing', 'catalog', 'providers', 'models'], topProblems);
   if (topProblems.lines.length > 0 && !isRecord(userRaw)) throw new ConfigError(options.source, ['(root): must be a mapping']);
 
   const merged = mergeWithDefaults(top);
@@ -102,6 +103,7 @@ export function buildConfig(userRaw: unknown, options: BuildOptions): GatewayCon
 
   const providers = readProviders(raw.providers, problems);
   const models = readModels(raw, catalog, new Map(Object.values(providers).map((p) => [p.name, p.type])), options.baseDir, problems);
+  const routing = { ...readRouting(raw.routing, problems), fallbacks: readFallbacks(isRecord(raw.routing) ? raw.routing.fallbacks : undefined, models, problems) };
 
   const config: GatewayConfig = {
     server: {
@@ -131,6 +133,7 @@ export function buildConfig(userRaw: unknown, options: BuildOptions): GatewayCon
     },
     logging: { level: readEnum(logging, 'level', 'logging', problems, ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info') },
     outbound: readOutbound(outbound, problems),
+    routing,
     cache: readCache(raw.cache, problems),
     providers,
     models,
@@ -144,113 +147,11 @@ export function buildConfig(userRaw: unknown, options: BuildOptions): GatewayCon
   return deepFreeze(config);
 }
 
-function readCache(raw: unknown, problems: Problems): CacheConfig {
-  const cache = readSection(raw, 'cache', ['enabled', 'scope', 'ttl', 'max_entries', 'max_size', 'max_temperature', 'tool_results', 'hit_price', 'exact', 'semantic'], problems);
-  const exact = readSection(cache.exact, 'cache.exact', ['models'], problems);
-  const semantic = readSection(cache.semantic, 'cache.semantic', ['models', 'embedding_model', 'dimensions', 'threshold'], problems);
-  const dimensions = semantic.dimensions === null || semantic.dimensions === undefined || semantic.dimensions === '' ? undefined : readInt(semantic, 'dimensions', 'cache.semantic', problems, 8, 8192, 256);
-  return {
-    enabled: readBool(cache, 'enabled', 'cache', problems, false),
-    scope: readEnum(cache, 'scope', 'cache', problems, ['account', 'key'], 'account'),
-    ttlMs: readDuration(cache, 'ttl', 'cache', problems, 3_600_000, 1000),
-    maxEntries: readInt(cache, 'max_entries', 'cache', problems, 1, 10_000_000, 100_000),
-    maxBytes: readSize(cache, 'max_size', 'cache', problems, 256 * 1024 * 1024, 64 * 1024, 64 * 1024 * 1024 * 1024),
-    maxTemperature: readNumber(cache, 'max_temperature', 'cache', problems, 0, 2, 1),
-    toolResults: readBool(cache, 'tool_results', 'cache', problems, false),
-    hitPrice: readNumber(cache, 'hit_price', 'cache', problems, 0, 1, 0),
-    exact: { models: readPatterns(exact, 'cache.exact', problems, ['*']) },
-    semantic: {
-      models: readPatterns(semantic, 'cache.semantic', problems, []),
-      embeddingModel: readString(semantic, 'embedding_model', 'cache.semantic', problems) ?? 'openai/text-embedding-3-small',
-      dimensions,
-      threshold: readNumber(semantic, 'threshold', 'cache.semantic', problems, 0.5, 1, 0.95),
-    },
-  };
-}
-
-/** A number (YAML number, or the string interpolation gave) within [min, max]. */
-function readNumber(obj: Raw, key: string, path: string, problems: Problems, min: number, max: number, fallback: number): number {
-  let value = obj[key];
-  if (value === undefined || value === null || value === '') return fallback;
-  if (typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value.trim()))) value = Number(value.trim());
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) {
-    problems.add(`${path}.${key}`, `must be a number from ${min} to ${max}`);
-    return fallback;
-  }
-  return value;
-}
-
-/** `models:` of a cache tier: catalog ids or globs (`openai/*`, `*mini*`, `*`), a list or one comma-separated string. */
-function readPatterns(obj: Raw, path: string, problems: Problems, fallback: readonly string[]): string[] {
-  const value = obj.models;
-  if (value === undefined || value === null) return [...fallback];
-  const items = typeof value === 'string' ? value.split(',').map((item) => item.trim()).filter((item) => item !== '') : value;
-  if (!Array.isArray(items) || items.some((item) => typeof item !== 'string' || !/^[\w.*/:@-]+$/.test(item))) {
-    problems.add(`${path}.models`, 'must be a list of model ids or patterns with * (e.g. "openai/*")');
-    return [...fallback];
-  }
-  return items as string[];
-}
-
-/**
- * 100 ms: at 200 calls a second a batch of 20 calls shares one commit and its WAL pages; at
- * 20 ms (the default before issue 17) a batch held 4, and each call cost 11% more CPU
- * (probe.ts, 625 against 558 µs per call; 7% at 825 calls a second).
- */
-const DEFAULT_BILLING_BATCH_MS = 100;
-
-function readBillingBatch(database: Raw, problems: Problems): number {
-  const ms = readDuration(database, 'billing_batch_window', 'database', problems, DEFAULT_BILLING_BATCH_MS, 1);
-  if (ms > 5000) {
-    problems.add('database.billing_batch_window', 'must be at most 5s (calls stay held against their wallets until their batch is written)');
-    return DEFAULT_BILLING_BATCH_MS;
-  }
-  return ms;
-}
-
-/**
- * `outbound.allow_private` (CIDRs) and `outbound.allow_ports`: YAML lists, or one string of
- * comma-separated items (what `${VAR}` gives).
- */
-function readOutbound(outbound: Raw, problems: Problems): OutboundConfig {
-  const list = (key: string, what: string): Array<{ value: unknown; at: string }> => {
-    const raw = outbound[key];
-    const at = `outbound.${key}`;
-    if (raw === undefined || raw === null) return [];
-    if (typeof raw === 'string') {
-      return raw
-        .split(',')
-        .map((item) => item.trim())
-        .filter((item) => item !== '')
-        .map((value, i) => ({ value, at: `${at}[${i}]` }));
-    }
-    if (!Array.isArray(raw)) {
-      problems.add(at, `must be a list of ${what}`);
-      return [];
-    }
-    // An empty item is what an unset `${VAR}` gives: absent, as elsewhere in the config.
-    return raw.map((value: unknown, i) => ({ value, at: `${at}[${i}]` })).filter(({ value }) => value !== '' && value !== null);
-  };
-  const allowPrivate: string[] = [];
-  for (const { value, at } of list('allow_private', 'CIDRs like 10.0.0.0/8')) {
-    const cidr = typeof value === 'string' ? parseCidr(value.trim()) : 'must be a CIDR like 10.0.0.0/8';
-    if (typeof cidr === 'string') problems.add(at, cidr);
-    else allowPrivate.push((value as string).trim());
-  }
-  const allowPorts: number[] = [];
-  for (const { value, at } of list('allow_ports', 'port numbers')) {
-    const port = typeof value === 'string' && /^\d+$/.test(value.trim()) ? Number(value.trim()) : value;
-    if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) problems.add(at, 'must be a port number from 1 to 65535');
-    else if (!allowPorts.includes(port)) allowPorts.push(port);
-  }
-  return { allowPrivate, allowPorts };
-}
-
 /** Sections merge field by field over the defaults; providers by name; models are kept for the catalog merge. */
 function mergeWithDefaults(user: Raw): Raw {
   const defaults = DEFAULT_RAW_CONFIG as unknown as Raw;
   const out: Raw = {};
-  for (const key of ['server', 'database', 'cache', 'auth', 'logging', 'outbound', 'catalog']) {
+  for (const key of ['server', 'database', 'cache', 'auth', 'logging', 'outbound', 'routing', 'catalog']) {
     const base = defaults[key] as Raw;
     const mine = user[key];
     out[key] = isRecord(mine) ? { ...base, ...mine } : mine === undefined || mine === null ? base : mine;
@@ -262,6 +163,10 @@ function mergeWithDefaults(user: Raw): Raw {
       if (isRecord(mine)) cache[tier] = { ...((defaults.cache as Raw)[tier] as Raw), ...mine };
     }
   }
+  const routing = out.routing;
+  if (isRecord(routing) && isRecord(user.routing) && isRecord(user.routing.cooldown)) {
+    routing.cooldown = { ...((defaults.routing as Raw).cooldown as Raw), ...user.routing.cooldown };
+  }
   const auth = out.auth;
   if (isRecord(auth) && isRecord(user.auth) && isRecord(user.auth.login)) {
     auth.login = { ...(defaults.auth as Raw).login as Raw, ...user.auth.login };
@@ -272,7 +177,10 @@ function mergeWithDefaults(user: Raw): Raw {
     const base = defaults.providers as Raw;
     const mergedProviders: Raw = { ...base };
     for (const [name, entry] of Object.entries(providers)) {
-      mergedProviders[name] = isRecord(entry) && isRecord(base[name]) ? { ...(base[name] as Raw), ...entry } : entry;
+      const merged = isRecord(entry) && isRecord(base[name]) ? { ...(base[name] as Raw), ...entry } : entry;
+      // The user's `api_keys` replace the default entry's `api_key` (its variable, if set, is not a third key).
+      if (isRecord(merged) && isRecord(entry) && entry.api_keys !== undefined && entry.api_key === undefined) delete merged.api_key;
+      mergedProviders[name] = merged;
     }
     out.providers = mergedProviders;
   } else {
@@ -283,7 +191,7 @@ function mergeWithDefaults(user: Raw): Raw {
 }
 
 const PROVIDER_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
-const PROVIDER_KEYS = ['type', 'base_url', 'api_key', 'headers', 'timeouts', 'anthropic_version', 'max_tokens_param', 'tokenizer'];
+const PROVIDER_KEYS = ['type', 'base_url', 'api_key', 'api_keys', 'headers', 'timeouts', 'anthropic_version', 'max_tokens_param', 'tokenizer'];
 
 function readProviders(raw: unknown, problems: Problems): Record<string, ProviderConfig> {
   const out: Record<string, ProviderConfig> = {};
@@ -315,19 +223,17 @@ function readProviders(raw: unknown, problems: Problems): Record<string, Provide
       baseUrl: baseUrl ?? '',
       headers,
       maxTokensParam: readEnum(entry, 'max_tokens_param', path, problems, ['max_tokens', 'max_completion_tokens'] as const, 'max_tokens'),
+      apiKeys: [],
       timeouts: {
         connectMs: readDuration(timeouts, 'connect', `${path}.timeouts`, problems, parseDuration(DEFAULT_PROVIDER_TIMEOUTS.connect) as number),
         firstByteMs: readDuration(timeouts, 'first_byte', `${path}.timeouts`, problems, parseDuration(DEFAULT_PROVIDER_TIMEOUTS.first_byte) as number),
         idleMs: readDuration(timeouts, 'idle', `${path}.timeouts`, problems, parseDuration(DEFAULT_PROVIDER_TIMEOUTS.idle) as number),
       },
     };
-    const apiKey = readString(entry, 'api_key', path, problems);
-    if (apiKey !== undefined) provider.apiKey = apiKey;
-    else {
-      // Name the variable the key was meant to come from, for the 503 a call to this provider gets.
-      const variable = problems.unsetVariables(`${path}.api_key`)?.[0];
-      if (variable !== undefined) provider.apiKeyEnv = variable;
-    }
+    const keys = readApiKeys(entry, path, problems);
+    provider.apiKeys = keys.keys;
+    if (keys.keys[0] !== undefined) provider.apiKey = keys.keys[0];
+    else if (keys.unsetVariable !== undefined) provider.apiKeyEnv = keys.unsetVariable;
     if (provider.type === 'anthropic') {
       provider.anthropicVersion = readString(entry, 'anthropic_version', path, problems) ?? DEFAULT_ANTHROPIC_VERSION;
     } else if (entry.anthropic_version !== undefined) {
@@ -341,6 +247,39 @@ function readProviders(raw: unknown, problems: Problems): Record<string, Provide
     out[name] = provider;
   }
   return out;
+}
+
+/**
+ * `api_key` (one) or `api_keys` (several, used in turn). A key whose variable is unset is left
+ * out; with none left, the variable is named for the 503 a call to the provider gets.
+ */
+function readApiKeys(entry: Raw, path: string, problems: Problems): { keys: string[]; unsetVariable?: string } {
+  if (entry.api_keys !== undefined && entry.api_key !== undefined) {
+    problems.add(`${path}.api_keys`, 'set api_key or api_keys, not both');
+    return { keys: [] };
+  }
+  if (entry.api_keys === undefined || entry.api_keys === null) {
+    const key = readString(entry, 'api_key', path, problems);
+    if (key !== undefined) return { keys: [key] };
+    const variable = problems.unsetVariables(`${path}.api_key`)?.[0];
+    return variable !== undefined ? { keys: [], unsetVariable: variable } : { keys: [] };
+  }
+  const list = typeof entry.api_keys === 'string' ? entry.api_keys.split(',').map((item) => item.trim()) : entry.api_keys;
+  if (!Array.isArray(list)) {
+    problems.add(`${path}.api_keys`, 'must be a list of keys');
+    return { keys: [] };
+  }
+  const keys: string[] = [];
+  let unsetVariable: string | undefined;
+  list.forEach((item: unknown, index) => {
+    if (item === '' || item === null || item === undefined) {
+      unsetVariable ??= problems.unsetVariables(`${path}.api_keys[${index}]`)?.[0];
+      return;
+    }
+    if (typeof item !== 'string') problems.add(`${path}.api_keys[${index}]`, 'must be a string');
+    else if (!keys.includes(item)) keys.push(item);
+  });
+  return unsetVariable !== undefined && keys.length === 0 ? { keys, unsetVariable } : { keys };
 }
 
 /** `tokenizer: { ratio, split_digits }`: the vendor's token counts against cl100k (src/core/tokens.ts). */

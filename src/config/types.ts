@@ -25,6 +25,11 @@ export interface ProviderConfig {
   apiKey?: string;
   /** The environment variable the api_key came from, to name it when it is missing. */
   apiKeyEnv?: string;
+  /**
+   * Every key of the provider (`api_keys`, or the one `api_key`), used in turn; a key refused
+   * with 401/403 rests and the next is used (src/core/routing/). Empty when none is set.
+   */
+  apiKeys: readonly string[];
   headers: Readonly<Record<string, string>>;
   timeouts: ProviderTimeouts;
   /** Anthropic only: the `anthropic-version` header sent upstream. */
@@ -111,6 +116,21 @@ export interface ImageSpec {
   maxPromptChars: number;
 }
 
+/**
+ * Where a catalog model is served: a provider entry and the model's name there. A model
+ * without `deployments` in the config has one, the provider its id names.
+ */
+export interface Deployment {
+  /** `<provider>:<upstream model>`: the upstream's identity, shared by every catalog model served by it (its health is). */
+  id: string;
+  provider: string;
+  upstreamModel: string;
+  /** Share of the calls among the deployments of one priority (weighted routing). */
+  weight: number;
+  /** 1 first; a higher tier is used only when every deployment of the lower ones failed or rests. */
+  priority: number;
+}
+
 export interface ModelConfig {
   id: string;
   name: string;
@@ -126,6 +146,26 @@ export interface ModelConfig {
   image?: ImageSpec;
   /** Unix seconds, for the OpenAI list shape; defaults to the catalog's date. */
   created: number;
+  /** At least one; sorted by priority (the order they are written in within one). */
+  deployments: readonly Deployment[];
+}
+
+/** What a failed attempt may be retried on: an upstream HTTP status, a failed connection, a timeout. */
+export type RetryCondition = number | 'connect' | 'timeout';
+
+/** `routing:` in the YAML: how calls choose among deployments, retry and fall back (src/core/routing/). */
+export interface RoutingConfig {
+  strategy: 'weighted' | 'least-busy' | 'latency';
+  /** Further attempts after the first, over the model's deployments and then its fallbacks. */
+  retries: number;
+  retryOn: ReadonlySet<RetryCondition>;
+  /** A Retry-After up to this is waited for (or another deployment tried); longer: the deployment rests that long. */
+  maxRetryAfterMs: number;
+  /** A whole call, every attempt included, until its answer starts reaching the client. */
+  timeoutMs: number;
+  cooldown: { failures: number; windowMs: number; durationMs: number };
+  /** Model id ► the models tried, in order, once every deployment of it failed or rests. */
+  fallbacks: Readonly<Record<string, readonly string[]>>;
 }
 
 /**
@@ -207,6 +247,7 @@ export interface GatewayConfig {
   logging: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
   /** What the gateway may fetch on a caller's behalf (image URLs): src/core/outbound/. */
   outbound: OutboundConfig;
+  routing: RoutingConfig;
   providers: Readonly<Record<string, ProviderConfig>>;
   models: readonly ModelConfig[];
   /** Where the config came from, for messages: a file path or "built-in defaults". */

@@ -1,3 +1,5 @@
+import type { UpstreamFailure } from './routing/decide.js';
+
 /**
  * One error class for the whole gateway, and every message string in one place.
  * Each ingress renders a GatewayError as `{error: {message, type, code, reason, param}}`:
@@ -41,6 +43,8 @@ export interface GatewayErrorInit {
   retryable?: boolean;
   headers?: Record<string, string>;
   cause?: unknown;
+  /** Set on an upstream's failure: what the router reads to retry, rest or give up (src/core/routing/). */
+  upstream?: UpstreamFailure;
 }
 
 export class GatewayError extends Error {
@@ -50,6 +54,7 @@ export class GatewayError extends Error {
   readonly param: string | null;
   readonly retryable: boolean;
   readonly headers: Record<string, string>;
+  readonly upstream: UpstreamFailure | undefined;
 
   constructor(init: GatewayErrorInit) {
     super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
@@ -60,6 +65,7 @@ export class GatewayError extends Error {
     this.param = init.param ?? null;
     this.retryable = init.retryable ?? false;
     this.headers = init.headers ?? {};
+    this.upstream = init.upstream;
   }
 
   toBody(): { error: ErrorBody } {
@@ -89,6 +95,7 @@ export const errors = {
   unknownField: (field: string, allowed: readonly string[]) =>
     invalid(field, 'unknown_field', `${field}: unknown field (allowed: ${allowed.join(', ')})`),
   invalidQuery: (field: string, rule: string) => invalid(field, 'invalid_query', `query parameter ${field}: ${rule}`),
+  invalidHeader: (header: string, rule: string) => invalid(header, 'invalid_header', `header ${header}: ${rule}`),
   bodyTooLarge: (limit: number) =>
     new GatewayError({
       status: 413,

@@ -111,6 +111,25 @@ export function requiredModel(body: JsonObject): string {
   return model;
 }
 
+/** At most this many fallback models in a request's `models`. */
+export const MAX_FALLBACK_MODELS = 10;
+
+/**
+ * `models`: catalog models to fall back to, in order, after `model` (OpenRouter's convention).
+ * Checked for shape here; each is resolved against the catalog with the call (a 400 naming
+ * `models[i]` when it is not a model of the endpoint's kind).
+ */
+export function optionalModelList(body: JsonObject, field = 'models'): string[] | undefined {
+  const value = body[field];
+  if (value === undefined || value === null) return undefined;
+  if (!Array.isArray(value)) throw errors.invalidField(field, 'must be an array of model ids, tried in order after model');
+  if (value.length > MAX_FALLBACK_MODELS) throw errors.invalidField(field, `must hold at most ${MAX_FALLBACK_MODELS} models`);
+  return value.map((item: unknown, index) => {
+    if (typeof item !== 'string' || item.trim() === '') throw errors.invalidField(`${field}[${index}]`, 'must be a non-empty string (<provider>/<model>)');
+    return item.trim();
+  });
+}
+
 /** A boolean field; `name` is the field's name in messages when it is nested (`stream_options.include_usage`). */
 export function optionalBoolean(body: JsonObject, field: string, name = field): boolean | undefined {
   const value = body[field];

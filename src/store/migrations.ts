@@ -160,4 +160,14 @@ ALTER TABLE usage ADD COLUMN cache_similarity REAL;
 ALTER TABLE usage ADD COLUMN cache_saved_micros INTEGER NOT NULL DEFAULT 0;
 `,
   },
+  {
+    version: 7,
+    name: 'usage: the deployment that served a call and how many upstream attempts it made',
+    // Routing (issue 26): a call may be retried and fall back; its one row records where it
+    // was served (`provider` is then the deployment's provider entry) and the attempts.
+    sql: `
+ALTER TABLE usage ADD COLUMN deployment TEXT;
+ALTER TABLE usage ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1 CHECK (attempts >= 0);
+`,
+  },
 ];

@@ -31,12 +31,18 @@ export interface UsageRecord {
   cacheSimilarity: number | null;
   /** What a hit saved at list price (the answer's price less what the hit was charged). */
   cacheSavedMicros: number;
+  /** The deployment that served (`<provider>:<upstream model>`); null for rows from before routing, and calls no upstream served. */
+  deployment: string | null;
+  /** Upstream attempts the call made (retries and fallbacks included); 0 for a cache hit. */
+  attempts: number;
 }
 
 export type CacheOutcome = 'exact' | 'semantic' | 'miss' | 'bypass';
 
 /** A row to insert; without `unit`/`units` it is a token call (journal lines from before those columns). */
-export type NewUsage = Omit<UsageRecord, 'id' | 'unit' | 'units' | 'cache' | 'cacheSimilarity' | 'cacheSavedMicros'> & {
+export type NewUsage = Omit<UsageRecord, 'id' | 'unit' | 'units' | 'cache' | 'cacheSimilarity' | 'cacheSavedMicros' | 'deployment' | 'attempts'> & {
+  deployment?: string | null;
+  attempts?: number;
   unit?: string;
   units?: number;
   cache?: CacheOutcome | null;
@@ -69,6 +75,8 @@ export interface UsageRow {
   cache: CacheOutcome | null;
   cache_similarity: number | null;
   cache_saved_micros: number;
+  deployment: string | null;
+  attempts: number;
 }
 
 export const toUsageRecord = (row: UsageRow): UsageRecord => ({
@@ -95,6 +103,8 @@ export const toUsageRecord = (row: UsageRow): UsageRecord => ({
   cache: row.cache,
   cacheSimilarity: row.cache_similarity,
   cacheSavedMicros: row.cache_saved_micros,
+  deployment: row.deployment,
+  attempts: row.attempts,
 });
 
 export interface UsageFilter {
@@ -143,8 +153,8 @@ export class UsageRepo {
     this.insertStmt = db.prepare(
       `INSERT INTO usage (request_id, account_id, api_key_id, model, provider, endpoint, stream, input_tokens, output_tokens,
          cache_read_tokens, cache_write_tokens, unit, units, cost_micros, uncharged_micros, status, error_type, latency_ms, created_at,
-         cache, cache_similarity, cache_saved_micros)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         cache, cache_similarity, cache_saved_micros, deployment, attempts)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
   }
 
@@ -180,6 +190,9 @@ export class UsageRepo {
       usage.cache ?? null,
       usage.cacheSimilarity ?? null,
       usage.cacheSavedMicros ?? 0,
+      // Absent in journal lines written before the columns existed.
+      usage.deployment ?? null,
+      usage.attempts ?? 1,
     );
     // Every field written out, not `{...usage, …}`: spreading the row into a new object cost
     // ~5 µs per settled call, as much as the INSERT itself (test/bench/diag/sqlite-settle.ts).
@@ -207,6 +220,8 @@ export class UsageRepo {
       cache: usage.cache ?? null,
       cacheSimilarity: usage.cacheSimilarity ?? null,
       cacheSavedMicros: usage.cacheSavedMicros ?? 0,
+      deployment: usage.deployment ?? null,
+      attempts: usage.attempts ?? 1,
     };
   }
 

@@ -35,7 +35,8 @@ t.test('a user sees their own account: overview, daily, usage with filters, CSV,
 
   await openai.chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
   await openai.embeddings.create({ model: 'text-embedding-3-small', input: 'x' });
-  sim.enqueue({ error: { status: 500 } });
+  // A failure no retry changes (a 5xx would be retried and answered).
+  sim.enqueue({ error: { status: 400 } });
   await openai.chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'fail' }] }).catch(() => undefined);
   await others.chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'not mine' }] });
   await until('three rows on the live feed', () => (feed.match(/event: usage/g) ?? []).length >= 3);

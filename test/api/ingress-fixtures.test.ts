@@ -37,6 +37,7 @@ const openaiProvider: ProviderConfig = {
   type: 'openai',
   baseUrl: 'http://upstream.test/v1',
   apiKey: 'upstream-secret',
+  apiKeys: ['upstream-secret'],
   headers: {},
   timeouts: { connectMs: 1000, firstByteMs: 1000, idleMs: 1000 },
   maxTokensParam: 'max_tokens',
@@ -229,7 +230,11 @@ function responsesInvariants(t: Tap, frames: SseFrame[]): void {
     t.strictSame(final.response.output, output, 'the final response carries every item as done');
     t.ok(final.response.usage, 'the final response carries the usage');
     t.equal(final.response.status, final.type === 'response.completed' ? 'completed' : 'incomplete', 'status matches the event');
-  } else t.equal(final?.type, 'error', 'a stream without a final response ends with an error event');
+  } else {
+    t.equal(final?.type, 'response.failed', 'a stream without a final response ends with response.failed (not a bare error event)');
+    t.equal(final?.response?.status, 'failed', 'its response is failed');
+    t.type(final?.response?.error?.message, 'string', 'and carries the error');
+  }
 }
 
 /** openai-node's ChatCompletionStream rules (wire-formats.md §1), on any encoder output. */

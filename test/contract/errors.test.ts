@@ -269,8 +269,10 @@ t.test('upstream failures (SIM directives) keep the error shape', async (t) => {
 
 t.test('a stream that fails midway ends with an error carrying the integer code', async (t) => {
   const faults: [string, Record<string, unknown>][] = [
-    ['an upstream error event', { text: 'a reply long enough to be cut', chunkSize: 4, errorAfterEvents: { events: 3, message: 'upstream broke' } }],
-    ['an upstream disconnect', { text: 'a reply long enough to be cut', chunkSize: 4, disconnectAfterEvents: 3 }],
+    // chunkDelayMs: the failure comes after the first content reached the client (a failure
+    // read with the content, before any byte went out, is retried instead: test/e2e/routing.test.ts).
+    ['an upstream error event', { text: 'a reply long enough to be cut', chunkSize: 4, chunkDelayMs: 30, errorAfterEvents: { events: 3, message: 'upstream broke' } }],
+    ['an upstream disconnect', { text: 'a reply long enough to be cut', chunkSize: 4, chunkDelayMs: 30, disconnectAfterEvents: 3 }],
   ];
   for (const [fault, scenario] of faults) {
     const chat = await post(CHAT.path, key.key, { body: CHAT.body(MODEL, sim(scenario), { stream: true }) });
@@ -290,8 +292,15 @@ t.test('a stream that fails midway ends with an error carrying the integer code'
 
     const responses = await post(RESPONSES.path, key.key, { body: RESPONSES.body(MODEL, sim(scenario), { stream: true }) });
     t.equal(responses.status, 200, `responses, ${fault}: the stream had started`);
-    const responsesError = parseJson(sseFrames(responses.text).find((f) => f.event === 'error')?.data ?? '');
-    conforms(t, responsesError, ERROR_OBJECT, `responses, ${fault}: the error event holds the error object`);
-    t.equal(at(responsesError, 'error.code'), 502, `responses, ${fault}: error.code is the integer 502`);
+    // The responses format ends with response.failed (not a bare error event): its response
+    // carries the error in OpenAI's ResponseError shape (a string code) with the integer status.
+    const responsesFrames = sseFrames(responses.text);
+    t.notOk(responsesFrames.some((f) => f.event === 'error'), `responses, ${fault}: no bare error event`);
+    const failed = parseJson(responsesFrames.at(-1)?.data ?? '');
+    t.equal(responsesFrames.at(-1)?.event, 'response.failed', `responses, ${fault}: the last event is response.failed`);
+    t.equal(at(failed, 'response.status'), 'failed', `responses, ${fault}: status failed`);
+    t.equal(at(failed, 'response.error.code'), 'server_error', `responses, ${fault}: OpenAI's error code`);
+    t.equal(at(failed, 'response.error.status'), 502, `responses, ${fault}: the integer status`);
+    t.type(at(failed, 'response.error.message'), 'string', `responses, ${fault}: a message`);
   }
 });

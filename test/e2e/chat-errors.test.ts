@@ -92,7 +92,10 @@ t.teardown(() => sim.close());
 
 const deadPort = await closedPort();
 const shortIdle = { connect: '2s', first_byte: '5s', idle: '600ms' };
+// How each upstream failure reaches the client: no retries here (they are routing's, tested in
+// test/e2e/routing*.test.ts), so that every failure is the answer.
 const gw = await startTestGateway({
+  routing: { retries: 0 },
   providers: {
     ...simulatedProviders(sim.url),
     openai: { type: 'openai', base_url: `${sim.url}/v1`, api_key: 'sim-key', timeouts: shortIdle },
@@ -464,7 +467,9 @@ t.test('errors after the SSE headers end the stream with an error chunk, no [DON
   for (const family of FAMILIES) {
     for (const fault of faults()) {
       await t.test(`${family} ${fault.name}`, async (t) => {
-        sim.enqueue({ ...fault.scenario, chunkSize: 4 });
+        // chunkDelayMs: the fault comes after the first content reached the client (one read
+        // with content and the fault, before any byte went out, is a failed attempt instead).
+        sim.enqueue({ ...fault.scenario, chunkSize: 4, chunkDelayMs: 20 });
         const res = await post(gw, funded.key, { model: FAMILY_MODELS[family], messages: USER, stream: true });
         t.equal(res.status, 200, 'the SSE headers were already sent');
         t.match(header(res, 'content-type') ?? '', /^text\/event-stream/);
@@ -506,7 +511,7 @@ t.test('errors after the SSE headers end the stream with an error chunk, no [DON
 t.test('the openai SDK stream iteration throws an APIError for a mid-stream error', async (t) => {
   const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: funded.key, maxRetries: 0 });
   for (const fault of faults()) {
-    sim.enqueue({ ...fault.scenario, chunkSize: 4 });
+    sim.enqueue({ ...fault.scenario, chunkSize: 4, chunkDelayMs: 20 });
     const stream = await client.chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'Say something.' }], stream: true });
     let text = '';
     let caught: unknown;

@@ -98,7 +98,9 @@ const ANTHROPIC_ERROR_TYPES = [
 // One simulator, one gateway, one funded key, three unchanged SDK clients
 
 const sim = await ProviderSimulator.start();
-const gw = await startTestGateway({ providers: simulatedProviders(sim.url) });
+// No retries: each cell scripts exactly the upstream answers it checks (routing's retries are
+// tested in test/e2e/routing*.test.ts).
+const gw = await startTestGateway({ providers: simulatedProviders(sim.url), routing: { retries: 0 } });
 const { key } = await fundedKey(gw, { balance: 1000 });
 const openai = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, maxRetries: 0 });
 const anthropic = new Anthropic({ baseURL: gw.url, apiKey: key, maxRetries: 0 });
@@ -999,7 +1001,8 @@ t.test('messages: max_tokens is required', async (t) => {
 // ---------------------------------------------------------------------------------------------
 // Mid-stream upstream failure: an `error` event, and the SDK stream rejects
 
-const MID_STREAM: Scenario = { text: LONG_TEXT, usage: USAGE, chunkSize: 4, errorAfterEvents: { events: 3, message: 'overloaded right now' } };
+// chunkDelayMs: the failure comes after the first content reached the client.
+const MID_STREAM: Scenario = { text: LONG_TEXT, usage: USAGE, chunkSize: 4, chunkDelayMs: 20, errorAfterEvents: { events: 3, message: 'overloaded right now' } };
 
 interface SseEvent {
   event: string | undefined;
@@ -1027,24 +1030,24 @@ t.test('responses: mid-stream upstream failure (openai)', async (t) => {
   const raw = await gw.http('POST', '/v1/responses', { token: key, body: { model: m.id, input: 'Tell me something.', stream: true } });
   t.equal(raw.status, 200, 'the stream had started');
   const events = sseEvents(raw.text);
-  const error = events.find((e) => e.event === 'error');
-  t.ok(error, 'an `event: error` frame');
-  const payload = JSON.parse(error?.data ?? '{}');
-  // OpenAI's flat fields (their `code` the reason string), and the gateway's envelope in `error`.
-  t.match(payload, { type: 'error', code: 'upstream_stream_error', message: /overloaded right now/, param: null });
-  t.strictSame(payload.error, { message: payload.message, type: 'upstream_error', code: 502, reason: 'upstream_stream_error', param: null }, 'the nested envelope: integer code and reason');
+  t.notOk(events.some((e) => e.event === 'error'), 'no bare `event: error` frame');
+  // As OpenAI ends a failed response: response.failed, its response carrying the error
+  // (OpenAI's ResponseError: a string code) and, from the gateway, the integer status and reason.
+  const failed = events.at(-1);
+  t.equal(failed?.event, 'response.failed', 'the last frame is response.failed');
+  const payload = JSON.parse(failed?.data ?? '{}');
+  t.match(payload.response, { status: 'failed', error: { code: 'server_error', message: /overloaded right now/, type: 'upstream_error', status: 502, reason: 'upstream_stream_error' } });
+  t.match(payload.response.output, [{ type: 'message', status: 'incomplete' }], 'the text so far, marked incomplete');
   t.notOk(
     events.some((e) => e.event === 'response.completed'),
     'no response.completed',
   );
-  t.equal(events.at(-1)?.event, 'error', 'the error is the last frame');
 
+  // openai-node's ResponseStream ends with the failed response (as with OpenAI's own failures).
   const stream = openai.responses.stream({ model: m.id, input: 'Tell me something.' });
-  const failure: Json = await rejection(stream.finalResponse());
-  t.ok(failure !== undefined, 'responses.stream(...).finalResponse() rejects');
-  t.match(failure?.message, /overloaded right now/, 'the rejection carries the upstream message');
-  // Regression: a flat error event made the SDK reject with the raw event object instead of an APIError.
-  t.ok(failure instanceof OpenAI.APIError, `the rejection is an OpenAI.APIError (got ${failure instanceof Error ? failure.constructor.name : JSON.stringify(failure)})`);
+  const final = await stream.finalResponse();
+  t.equal(final.status, 'failed', 'responses.stream(...).finalResponse() is the failed response');
+  t.match(final.error?.message, /overloaded right now/, 'carrying the upstream message');
   const [req1, req2] = upstream(t, 2);
   checkRoute(t, req1, m, true);
   checkRoute(t, req2, m, true);

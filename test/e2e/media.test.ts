@@ -22,7 +22,9 @@ let gw: TestGateway;
 
 t.before(async () => {
   sim = await ProviderSimulator.start();
-  gw = await startTestGateway({ providers: simulatedProviders(sim.url) });
+  // No retries: each test scripts exactly the upstream answers it checks (media fallbacks and
+  // retries are tested in test/e2e/routing-fallback.test.ts).
+  gw = await startTestGateway({ providers: simulatedProviders(sim.url), routing: { retries: 0 } });
 });
 t.teardown(async () => {
   await gw.stop();
@@ -523,7 +525,7 @@ t.test('media calls: a client that leaves is not charged; an upstream that hangs
   t.equal(await balanceMicros(gw, funded.accountId), before, 'nothing charged');
   await noHolds(t, gw, funded);
 
-  const strict = await startTestGateway({ providers: { ...simulatedProviders(sim.url), openai: { type: 'openai', base_url: `${sim.url}/v1`, api_key: sim.apiKey, timeouts: { connect: '1s', first_byte: '300ms', idle: '300ms' } } } });
+  const strict = await startTestGateway({ routing: { retries: 0 }, providers: { ...simulatedProviders(sim.url), openai: { type: 'openai', base_url: `${sim.url}/v1`, api_key: sim.apiKey, timeouts: { connect: '1s', first_byte: '300ms', idle: '300ms' } } } });
   t.teardown(() => strict.stop());
   const key = await fundedKey(strict, { balance: 10 });
   sim.enqueue({ hangAfterEvents: 0 });

@@ -21,6 +21,7 @@ function provider(type: ProviderType): ProviderConfig {
     type,
     baseUrl: type === 'openai' ? 'http://upstream.test/v1' : 'http://upstream.test',
     apiKey: 'upstream-secret',
+    apiKeys: ['upstream-secret'],
     headers: {},
     timeouts: { connectMs: 1000, firstByteMs: 1000, idleMs: 1000 },
     maxTokensParam: 'max_tokens',

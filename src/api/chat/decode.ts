@@ -1,7 +1,7 @@
 import type { ContentPart, ImageSource, Message, ResponseFormat, TextPart, ToolCall, ToolChoice, ToolDefinition } from '../../core/canonical.js';
 import { errors } from '../../core/errors.js';
 import type { ChatDraft } from '../../core/gateway/chat.js';
-import { isObject, optionalBoolean, optionalNumberIn, requiredModel, type JsonObject } from '../../core/validate.js';
+import { isObject, optionalBoolean, optionalModelList, optionalNumberIn, requiredModel, type JsonObject } from '../../core/validate.js';
 
 /**
  * OpenAI chat completions request → canonical draft. Pure: validates every field it maps
@@ -18,7 +18,7 @@ export interface DecodedChatCompletion {
 /** Fields this decoder maps itself; everything else is passthrough. */
 const MAPPED = new Set([
   'model', 'messages', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'stop', 'seed', 'user', 'tools', 'tool_choice',
-  'parallel_tool_calls', 'response_format', 'stream', 'stream_options', 'n', 'cache', 'no_cache',
+  'parallel_tool_calls', 'response_format', 'stream', 'stream_options', 'n', 'cache', 'no_cache', 'models',
 ]);
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -43,6 +43,8 @@ export function decodeChatCompletion(raw: unknown): DecodedChatCompletion {
   }
 
   const draft: ChatDraft = { model, messages: decodeMessages(body.messages), stream };
+  const fallbacks = optionalModelList(body);
+  if (fallbacks) draft.fallbacks = fallbacks;
   const maxTokens = positiveInt(body, 'max_completion_tokens') ?? positiveInt(body, 'max_tokens');
   if (body.max_tokens != null && body.max_completion_tokens != null && body.max_tokens !== body.max_completion_tokens) {
     throw errors.invalidField('max_tokens', 'set max_tokens or max_completion_tokens, not both');

@@ -1,7 +1,7 @@
 import type { ContentPart, Message, ResponseFormat, TextPart, ToolCall, ToolChoice, ToolDefinition } from '../../core/canonical.js';
 import { errors } from '../../core/errors.js';
 import type { ChatDraft } from '../../core/gateway/chat.js';
-import { isObject, optionalNumberIn, requiredModel, type JsonObject } from '../../core/validate.js';
+import { isObject, optionalModelList, optionalNumberIn, requiredModel, type JsonObject } from '../../core/validate.js';
 import { imageSource } from '../chat/decode.js';
 
 /**
@@ -31,7 +31,7 @@ export interface ResponsesEcho {
 /** Accepted and acted on, or accepted as meaningless to a stateless gateway. */
 const MAPPED = new Set([
   'model', 'input', 'instructions', 'max_output_tokens', 'temperature', 'top_p', 'tools', 'tool_choice', 'text', 'parallel_tool_calls', 'metadata', 'stream', 'store', 'user',
-  'previous_response_id', 'conversation', 'background',
+  'previous_response_id', 'conversation', 'background', 'models',
 ]);
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
@@ -98,6 +98,8 @@ export function decodeResponsesRequest(raw: unknown): DecodedResponsesRequest {
     echo.text = { format: body.text && isObject(body.text) && isObject(body.text.format) ? body.text.format : { type: 'text' } };
   }
   echo.metadata = decodeMetadata(body.metadata);
+  const fallbacks = optionalModelList(body);
+  if (fallbacks) draft.fallbacks = fallbacks;
 
   // Fields of the Responses wire that no upstream family takes: named as ignored.
   const ignored = Object.keys(body).filter((key) => !MAPPED.has(key) && body[key] !== undefined && body[key] !== null);

@@ -161,7 +161,7 @@ export class ResponsesStreamEncoder implements StreamEncoder {
         return out;
       }
       case 'error':
-        return [this.errorFrame(event.error)];
+        return [this.failedFrame(event.error)];
     }
   }
 
@@ -210,11 +210,21 @@ export class ResponsesStreamEncoder implements StreamEncoder {
   }
 
   /**
-   * The flat fields of OpenAI's documented `error` event (its `code` a string: the reason),
-   * and the nested `error`, the gateway's envelope with the integer `code`, which openai-node
-   * turns into an APIError.
+   * The end of a stream the upstream broke after its first content: `response.failed`, whose
+   * response (status `failed`, the items so far marked incomplete) carries the error in
+   * OpenAI's `ResponseError` shape (`code` one of its strings) plus the gateway's `type`,
+   * integer `status` and `reason`. Not a bare `error` event: clients that follow the
+   * response's lifecycle (openai-node's ResponseStream, Codex) read the failure from it.
    */
-  private errorFrame(error: GatewayError): SseFrame {
-    return { event: 'error', data: JSON.stringify({ type: 'error', sequence_number: this.sequence++, code: error.reason, message: error.message, param: error.param, error: error.toBody().error }) };
+  private failedFrame(error: GatewayError): SseFrame {
+    for (const item of this.output) if (item.status === 'in_progress') item.status = 'incomplete';
+    this.message = undefined;
+    this.openCall = undefined;
+    const response = {
+      ...responseObject(this.meta, this.output, this.usage, undefined),
+      status: 'failed',
+      error: { code: error.status === 429 ? 'rate_limit_exceeded' : 'server_error', message: error.message, type: error.type, status: error.status, reason: error.reason },
+    };
+    return this.frame('response.failed', { response });
   }
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ContentPart, Message, ToolDefinition } from '../canonical.js';
-import type { ChatDraft } from '../gateway/chat.js';
+import type { ChatDraft } from '../call-context.js';
 
 /**
  * What identifies a chat call to the response cache. The exact key hashes everything that can

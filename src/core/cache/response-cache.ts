@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { CacheConfig, ModelConfig } from '../../config/types.js';
 import type { ChatResult, Usage } from '../canonical.js';
 import { CallAborted, isGatewayError } from '../errors.js';
-import type { CallContext, ChatDraft } from '../gateway/chat.js';
+import type { CallContext, ChatDraft } from '../call-context.js';
 import { decodeAnswer, encodeAnswer, fitsLimit, type CachedAnswer } from './answer.js';
 import { cacheKeys, type CacheKeys } from './keys.js';
 import { RedisExactTier } from './redis-exact.js';

@@ -26,6 +26,8 @@ export interface AdmissionInput {
   requestedMaxTokens: number | undefined;
   /** What the client's format calls that limit, to name it in errors. */
   maxTokensField: string;
+  /** A fallback of a call already admitted: takes no rate-limit slot of its own. */
+  unmetered?: boolean;
 }
 
 /** A call whose worst-case cost is known before it is made (the media kinds: characters, seconds, images). */
@@ -172,7 +174,7 @@ export class Admitter {
     const estimate = input.promptEstimate;
     let tightened = false;
     hold.amountMicros = worstCaseMicros(input.model.pricing, promptTokens, maxTokens, input.cacheWrites);
-    const first = await this.rateAndHold(input.apiKeyId, input.rateLimit, input.requestId, hold);
+    const first = input.unmetered ? { rate: UNMETERED, totals: await this.holds.acquire(hold) } : await this.rateAndHold(input.apiKeyId, input.rateLimit, input.requestId, hold);
     const rate = first.rate;
     if (!first.totals) throw rateLimited(rate);
     let admitted: HoldTotals | undefined = first.totals;

@@ -1,5 +1,5 @@
 import type { ProviderConfig } from '../../config/types.js';
-import { upstreamHttpError } from '../../providers/shared/errors.js';
+import { retryAfterMs, upstreamHttpError } from '../../providers/shared/errors.js';
 import type { UpstreamResponse } from '../../providers/shared/upstream.js';
 
 /** A cap on upstream error bodies read into memory. */
@@ -18,8 +18,7 @@ export async function acceptOrThrow(provider: ProviderConfig, response: Upstream
   } catch {
     body = undefined;
   }
-  const retryAfter = response.headers['retry-after'];
-  throw upstreamHttpError(provider.name, response.status, errorMessage(body), typeof retryAfter === 'string' ? retryAfter : undefined);
+  throw upstreamHttpError(provider.name, { status: response.status, message: errorMessage(body), body, retryAfterMs: retryAfterMs(response.headers, Date.now()) });
 }
 
 /** At most `limit` bytes of a body (the rest is dropped and the body destroyed); `undefined` from readAll when it is larger. */

@@ -82,7 +82,7 @@ export function classifyUpstreamError(provider: string, error: unknown, signal: 
   const code = (error as { code?: string }).code;
   switch (code) {
     case 'UND_ERR_CONNECT_TIMEOUT':
-      return upstreamTimeout(provider, 'a connection');
+      return upstreamTimeout(provider, 'a connection', { kind: 'connect' });
     case 'UND_ERR_HEADERS_TIMEOUT':
       return upstreamTimeout(provider, waitingFor);
     case 'UND_ERR_BODY_TIMEOUT':

@@ -168,4 +168,12 @@ CREATE INDEX cache_entries_expiry ON cache_entries (expires_at);
 CREATE INDEX cache_entries_account ON cache_entries (account_id);
 `,
   },
+  {
+    version: 4,
+    name: 'usage: the deployment that served a call and how many upstream attempts it made',
+    sql: `
+ALTER TABLE usage ADD COLUMN deployment text;
+ALTER TABLE usage ADD COLUMN attempts integer NOT NULL DEFAULT 1 CHECK (attempts >= 0);
+`,
+  },
 ];

@@ -32,6 +32,8 @@ function columnsOf(usage: NewUsage) {
     cache: usage.cache ?? null,
     cache_similarity: usage.cacheSimilarity ?? null,
     cache_saved_micros: usage.cacheSavedMicros ?? 0,
+    deployment: usage.deployment ?? null,
+    attempts: usage.attempts ?? 1,
   };
 }
 

@@ -63,7 +63,7 @@ const notJson = (): OpenAIFailure =>
 
 /** The scenario-driven part, in OpenAI's (or Groq's) error shape. */
 function play(ex: Exchange, scenario: Scenario, headers: Headers, groq: boolean, answer: Pick<Outcome, 'json' | 'audio' | 'plan' | 'stream'>): Promise<void> {
-  return ex.respond({ scenario, headers, error: (status, message) => errorBody(scriptedFailure(status, message), groq), ...answer });
+  return ex.respond({ scenario, headers, error: (status, message, code) => errorBody(scriptedFailure(status, message, code), groq), ...answer });
 }
 
 /** Handles a media path; false when the path (or method) is not one of them, so the caller answers 404. */

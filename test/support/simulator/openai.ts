@@ -102,7 +102,11 @@ export function errorBody(failure: OpenAIFailure, groq = false): Body {
 }
 
 /** The error an upstream would send for a scripted status. */
-export function scriptedFailure(status: number, message: string | undefined): OpenAIFailure {
+export function scriptedFailure(status: number, message: string | undefined, code?: string): OpenAIFailure {
+  // OpenAI's answer when the organization is out of credit (type and code both say it).
+  if (code === 'insufficient_quota') {
+    return new OpenAIFailure(status, message ?? 'You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors.', 'insufficient_quota', null, 'insufficient_quota');
+  }
   if (status === 401) return new OpenAIFailure(status, message ?? 'Incorrect API key provided.', 'invalid_request_error', null, 'invalid_api_key');
   if (status === 403) return new OpenAIFailure(status, message ?? 'Country, region, or territory not supported', 'request_forbidden', null, 'unsupported_country_region_territory');
   if (status === 404) return new OpenAIFailure(status, message ?? 'The model does not exist or you do not have access to it.', 'invalid_request_error', null, 'model_not_found');
@@ -367,6 +371,6 @@ export async function handleOpenAI(ex: Exchange): Promise<void> {
     headers,
     json: () => ({ contentType: JSON_TYPE, text: JSON.stringify(completion(reply, model, ids)) }),
     plan: () => streamPlan(reply, model, ids, options.include_usage === true, options.include_obfuscation !== false),
-    error: (status, message) => errorBody(scriptedFailure(status, message)),
+    error: (status, message, code) => errorBody(scriptedFailure(status, message, code)),
   });
 }

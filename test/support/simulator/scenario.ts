@@ -60,7 +60,7 @@ export interface Scenario {
   /** Wait between stream events. */
   chunkDelayMs?: number;
   /** Answer with this status and the family's error body; `retry-after` header when retryAfterSeconds is set. */
-  error?: { status: number; message?: string; retryAfterSeconds?: number };
+  error?: { status: number; message?: string; retryAfterSeconds?: number; code?: string };
   /** Stream: destroy the socket after N events. Non-streaming: destroy it without any response. */
   disconnectAfterEvents?: number;
   /** Stream: after N events send one event whose data is not valid JSON, then continue normally. */
@@ -246,6 +246,10 @@ export function parseScenario(value: unknown): Scenario {
       scenario.error.message = e.message;
     }
     if (e.retryAfterSeconds !== undefined) scenario.error.retryAfterSeconds = nonNegativeInt(e.retryAfterSeconds, 'error.retryAfterSeconds');
+    if (e.code !== undefined) {
+      if (typeof e.code !== 'string') throw new ScenarioError('error.code must be a string');
+      scenario.error.code = e.code;
+    }
   }
   if (value.errorAfterEvents !== undefined) {
     const e = value.errorAfterEvents;

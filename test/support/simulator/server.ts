@@ -48,7 +48,8 @@ export interface Outcome {
   plan?(): StreamPlan;
   /** An audio answer, written in chunks (takes precedence over `stream`/`json`). */
   audio?(): AudioBody;
-  error(status: number, message: string | undefined): Body;
+  /** `code`: the family's error code, where it has one (OpenAI's `insufficient_quota`). */
+  error(status: number, message: string | undefined, code?: string): Body;
 }
 
 /** Images handed out as URLs (`/files/images/<id>.png`), served by the simulator; the oldest are forgotten. */
@@ -219,7 +220,7 @@ export class Exchange {
     if (scenario.error) {
       const headers = { ...outcome.headers };
       if (scenario.error.retryAfterSeconds !== undefined) headers['retry-after'] = String(scenario.error.retryAfterSeconds);
-      this.send(scenario.error.status, outcome.error(scenario.error.status, scenario.error.message), headers);
+      this.send(scenario.error.status, outcome.error(scenario.error.status, scenario.error.message, scenario.error.code), headers);
       return;
     }
     if (outcome.audio) {

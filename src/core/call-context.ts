@@ -1,0 +1,41 @@
+import type { CallSignal } from './abort.js';
+import type { ChatRequest } from './canonical.js';
+
+/**
+ * What every part of a call shares, above the gateway's services: who calls (the context) and
+ * a decoded chat call (the draft). Here, not in core/gateway/, so that core/cache reads them
+ * without depending on the services that use the cache.
+ */
+
+/** A decoded chat call before the gateway resolved its model and output limit. */
+export interface ChatDraft extends Omit<ChatRequest, 'model' | 'upstreamModel' | 'maxTokens'> {
+  model: string;
+  maxTokens?: number;
+  /** The client's name for the output limit (max_tokens, max_completion_tokens, max_output_tokens), for messages. */
+  maxTokensField?: string;
+  /** Request fields the ingress accepted but no provider can act on. */
+  ignoredParams?: string[];
+  /** `no_cache: true`, or the `x-gateway-cache: no-cache` header: neither read nor write the response cache. */
+  noCache?: boolean;
+  /** Models to fall back to, in order (the body's `models`, OpenRouter's convention). */
+  fallbacks?: string[];
+}
+
+/** Who calls and how; the gateway never sees the HTTP request itself. */
+export interface CallContext {
+  requestId: string;
+  endpoint: string;
+  accountId: string;
+  apiKeyId: string;
+  rateLimit: number;
+  /** Aborted when the client goes away. */
+  signal: CallSignal;
+  startedAt: number;
+  /** false: the key opted out of the response cache. */
+  cache?: boolean;
+  /** Part of another call (the semantic cache's embedding lookup): takes no rate-limit slot. */
+  unmetered?: boolean;
+  /** Models to fall back to, in order, from the `x-gateway-fallbacks` header. */
+  fallbacks?: readonly string[];
+}
+
