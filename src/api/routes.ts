@@ -18,6 +18,7 @@ import { registerManagementAccountRoutes } from './management/accounts.js';
 import { registerManagementKeyRoutes } from './management/keys.js';
 import { registerManagementUsageRoutes } from './management/usage.js';
 import { registerManagementCacheRoutes } from './management/cache.js';
+import { registerManagementRouteRoutes } from './management/routes.js';
 import { registerPublicRoutes } from './public.js';
 
 /** Every public surface of the daemon, and the dashboard's page for its client-side routes. */
@@ -38,6 +39,7 @@ export function buildRouter(app: App): { router: Router<Route>; fallback: (path:
   registerManagementKeyRoutes(router, app);
   registerManagementUsageRoutes(router, app);
   registerManagementCacheRoutes(router, app);
+  registerManagementRouteRoutes(router, app);
   registerDashboardRoutes(router, app);
   registerAdminRoutes(router, app);
   registerMcpRoutes(router, app);

@@ -76,7 +76,7 @@ export function readFallbacks(raw: unknown, models: readonly ModelConfig[], prob
     items.forEach((item: unknown, index) => {
       const target = typeof item === 'string' ? byId.get(item) : undefined;
       if (!target) problems.add(`${path}[${index}]`, `${JSON.stringify(item)} is not a model of the catalog`);
-      else if (target.type !== model.type) problems.add(`${path}[${index}]`, `'${target.id}' is a ${target.type} model; ${id} is a ${model.type} model`);
+      else if (target.type !== model.type) problems.add(`${path}[${index}]`, `'${target.id}' is of type ${target.type}, ${id} of type ${model.type}`);
       else if (target.id === id) problems.add(`${path}[${index}]`, 'a model cannot fall back to itself');
       else if (!ids.includes(target.id)) ids.push(target.id);
     });

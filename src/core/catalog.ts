@@ -23,6 +23,11 @@ export class Catalog {
     return this.byId.get(id);
   }
 
+  /** The model a client named, of any type; 404 / 400 with what to do otherwise. */
+  find(name: string): ModelConfig {
+    return this.byId.get(name) ?? this.resolveShort(name);
+  }
+
   /** The model a client named, of the type the endpoint serves; 404 / 400 with what to do otherwise. */
   resolve(name: string, type: ModelType): ModelConfig {
     const model = this.byId.get(name) ?? this.resolveShort(name);
