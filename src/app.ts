@@ -48,6 +48,8 @@ export interface App {
   readonly settlement: Settlement;
   readonly chat: ChatService;
   readonly media: MediaService;
+  /** The one call path (routing, admission, attempts, settlement) every kind of call goes through. */
+  readonly pipeline: CallPipeline;
   /** What the router knows of every deployment and key (rests, calls in flight, stats). */
   readonly routes: RouteHealth;
   /** Routing state shared with the other daemons, with Redis (started by main.ts). */
@@ -130,6 +132,7 @@ export function createApp(config: GatewayConfig, store: Store, redis: Redis | un
     settlement,
     chat,
     media,
+    pipeline,
     routes,
     routeSync: redis ? new RedisRoutes(redis, prefix, instanceId(config), routes, config.routing, logger) : undefined,
     hostedImages,

@@ -143,6 +143,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       // Streams cut at the timeout settle (as 499) once their connections have closed.
       app.media.stopDrains();
       await Promise.all([app.chat.settled(2000), app.media.settled(2000)]);
+      app.pipeline.close();
       app.hostedImages.close();
       await app.cache?.close();
       await app.settlement.close();

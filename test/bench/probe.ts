@@ -14,6 +14,8 @@ import { makeTarget, closedLoop, openLoop, specFor, median, WORKLOADS, type Work
  * WORKLOAD=stream|messages|embeddings|speech probes another workload instead of chat JSON.
  * CSW=1 adds the main thread's voluntary context switches per request (csw=, not in the total).
  * REDIS=1 configures both daemons with Redis (redis://127.0.0.1:6379, a key prefix each).
+ * DEPLOYMENTS=3 gives the gateway (not the base) three weighted deployments of openai/gpt-4o-mini
+ *   (procs.ts): with BASE=. (this checkout) it measures what routing over several costs.
  * GW_NODE_ARGS adds Node flags to the floor and the gateway (not the base), e.g. `--require
  *   ./test/bench/diag/alloc-profile.cjs` or `./test/bench/diag/stall-probe.cjs` (see test/bench/diag/).
  *
@@ -43,7 +45,7 @@ const rounds = Number(process.env.ROUNDS ?? 5);
 const sim = await startSimulator();
 const floorP = await startFloor(sim.url, sim.key, process.env.PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof-floor'] : process.env.GW_NODE_ARGS ? process.env.GW_NODE_ARGS.split(' ') : []);
 const redisFor = (name: string) => (process.env.REDIS ? { redis: { url: 'redis://127.0.0.1:6379', keyPrefix: `probe-${name}-${process.pid}:` } } : {});
-const gw = await startGatewayProc({ name: 'gateway', simUrl: sim.url, simKey: sim.key, keys: 16, ...redisFor('gateway'), ...(process.env.PROF ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] } : process.env.GW_NODE_ARGS ? { nodeArgs: process.env.GW_NODE_ARGS.split(' ') } : {}) });
+const gw = await startGatewayProc({ name: 'gateway', simUrl: sim.url, simKey: sim.key, keys: 16, ...(process.env.DEPLOYMENTS ? { deployments: Number(process.env.DEPLOYMENTS) } : {}), ...redisFor('gateway'), ...(process.env.PROF ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] } : process.env.GW_NODE_ARGS ? { nodeArgs: process.env.GW_NODE_ARGS.split(' ') } : {}) });
 // BASE_BATCH_WINDOW: the base daemon's billing batch window (A/B of a setting: BASE may be this checkout).
 if (process.env.BASE_BATCH_WINDOW) process.env.BENCH_BATCH_WINDOW = process.env.BASE_BATCH_WINDOW;
 const base = process.env.BASE ? await startGatewayProc({ name: 'base', simUrl: sim.url, simKey: sim.key, keys: 16, root: process.env.BASE, ...redisFor('base') }) : undefined;

@@ -237,6 +237,11 @@ export interface GatewayOptions {
   cache?: Record<string, unknown>;
   /** Node flags for the daemon (e.g. --cpu-prof). */
   nodeArgs?: string[];
+  /**
+   * Deployments of openai/gpt-4o-mini (weighted 3:2:1 over three provider entries on the
+   * simulator) instead of its one: the routing path's cost (issue 26).
+   */
+  deployments?: number;
   /** Another checkout to run the daemon from (built, with node_modules), for A/B runs. */
   root?: string;
 }
@@ -277,6 +282,16 @@ export async function startGatewayProc(options: GatewayOptions): Promise<Gateway
   };
   if (options.redis) config.redis = { url: options.redis.url, key_prefix: options.redis.keyPrefix };
   if (options.cache) config.cache = options.cache;
+  if (options.deployments && options.deployments > 1) {
+    const providers = config.providers as Record<string, unknown>;
+    const deployments = [];
+    for (let i = 0; i < options.deployments; i++) {
+      const name = i === 0 ? 'openai' : `openai-${i + 1}`;
+      if (i > 0) providers[name] = { type: 'openai', base_url: `${options.simUrl}/v1`, api_key: options.simKey };
+      deployments.push({ provider: name, weight: options.deployments - i });
+    }
+    config.models = [{ id: 'openai/gpt-4o-mini', deployments }];
+  }
   writeFileSync(configPath, JSON.stringify(config, null, 2)); // JSON is YAML
 
   const env = cleanEnv();

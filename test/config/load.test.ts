@@ -176,6 +176,7 @@ t.test('gateway.example.yaml is a valid config that states the defaults', async 
   t.same(example.server, defaults.server);
   t.same(example.auth, defaults.auth);
   t.same(example.providers, defaults.providers, 'the example lists the built-in providers as they are');
+  t.same(example.routing, defaults.routing, 'and the routing defaults');
   t.equal(example.database.path, join(PACKAGE_ROOT, 'data/gateway.db'));
   t.equal(example.models.length, defaults.models.length);
 });

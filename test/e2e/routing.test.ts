@@ -258,3 +258,23 @@ t.test('a stream that fails after its first content ends with the format\'s erro
   t.match(row, { status: 502, provider: 'openai', attempts: 1 });
   t.ok(row && row.outputTokens > 0 && row.costMicros > 0, 'the delivered part is billed');
 });
+
+t.test('routing.timeout bounds the whole call, every attempt included: 504', async (t) => {
+  const sim = await ProviderSimulator.start();
+  const short = await startTestGateway({
+    providers: { ...simulatedProviders(sim.url), openai: { type: 'openai', base_url: `${sim.url}/v1`, api_key: 'sim-key', timeouts: { connect: '2s', first_byte: '10s', idle: '10s' } } },
+    routing: { timeout: '1s' },
+  });
+  t.teardown(async () => {
+    await short.stop();
+    await sim.close();
+  });
+  const key = await fundedKey(short, { balance: 10 });
+  sim.setDefault({ delayMs: 5000 });
+  const res = await postJson(`${short.url}/v1/chat/completions`, { authorization: `Bearer ${key.key}` }, { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
+  t.equal(res.status, 504);
+  t.match(res.json, { error: { code: 504, type: 'timeout_error', reason: 'routing_timeout' } });
+  t.match(await usageRow(short, header(res, 'x-request-id')), { status: 504, errorType: 'routing_timeout', attempts: 1, costMicros: 0 });
+  const held = await short.app.holds.held(key.accountId, key.keyId);
+  t.same(held, { accountHeldMicros: 0, keyHeldMicros: 0 }, 'no hold outlives the call');
+});

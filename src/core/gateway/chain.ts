@@ -12,12 +12,15 @@ export interface FallbackName {
 }
 
 /** The fallbacks a request names: a chat body's `models`, then the `x-gateway-fallbacks` header (every endpoint). */
-export function fallbackNames(draft: { fallbacks?: readonly string[] }, ctx: CallContext): FallbackName[] {
+export function fallbackNames(draft: { fallbacks?: readonly string[] }, ctx: CallContext): readonly FallbackName[] {
+  if (draft.fallbacks === undefined && ctx.fallbacks === undefined) return NONE;
   const names: FallbackName[] = [];
   draft.fallbacks?.forEach((name, index) => names.push({ name, field: `models[${index}]` }));
   for (const name of ctx.fallbacks ?? []) names.push({ name, field: 'x-gateway-fallbacks' });
   return names;
 }
+
+const NONE: readonly FallbackName[] = Object.freeze([]);
 
 /** The most models one call may go through. */
 export const MAX_CHAIN = 12;

@@ -99,6 +99,8 @@ export class RouteHealth {
   }
 
   keyRest(provider: ProviderConfig, index: number, now: number): Rest | undefined {
+    // Nothing rests (almost always): no key id is built.
+    if (this.rests.size === 0) return undefined;
     return this.restOf(this.keyRestId(provider, index), now);
   }
 
@@ -132,7 +134,7 @@ export class RouteHealth {
 
   /** When every key of the provider rests: the soonest-ending of their rests. */
   keysRest(provider: ProviderConfig, now: number): Rest | undefined {
-    if (provider.apiKeys.length === 0) return undefined;
+    if (provider.apiKeys.length === 0 || this.rests.size === 0) return undefined;
     let soonest: Rest | undefined;
     for (let index = 0; index < provider.apiKeys.length; index++) {
       const rest = this.keyRest(provider, index, now);
