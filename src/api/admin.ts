@@ -1,6 +1,7 @@
 import type { App } from '../app.js';
 import { errors } from '../core/errors.js';
 import { microsToInr } from '../core/money.js';
+import { routesView } from '../core/routing/view.js';
 import { optionalEnum, optionalString, rejectUnknownFields, requiredEmail, requiredString, requireObject } from '../core/validate.js';
 import type { RequestContext, Route } from '../http/server.js';
 import type { Router } from '../http/router.js';
@@ -14,8 +15,8 @@ import { queryInt, queryString } from './query.js';
 
 /**
  * The dashboard's admin pages, for a session of an admin account (403 otherwise): accounts
- * with balances, creating one, an idempotent top-up, any account's keys and usage. The same
- * services and rules as the management API's for `akm-` admin keys.
+ * with balances, creating one, an idempotent top-up, any account's keys and usage, the
+ * router's routes. The same services and rules as the management API's for `akm-` admin keys.
  */
 
 async function requireAdminSession(app: App, ctx: RequestContext): Promise<Account> {
@@ -79,6 +80,15 @@ export function registerAdminRoutes(router: Router<Route>, app: App): void {
       const accountRef = queryString(ctx.query, 'account_id');
       const accountId = accountRef === undefined ? undefined : (await app.accounts.resolve(accountRef)).id;
       ctx.send(200, await usagePage(app, ctx, usageFilter(ctx, accountId)));
+    },
+  });
+  // GET /api/management/routes for a session: `?model=` one model, `?active=true` only the active ones.
+  router.add('GET', '/api/admin/routes', {
+    handle: async (ctx) => {
+      await requireAdminSession(app, ctx);
+      const name = queryString(ctx.query, 'model');
+      const models = name === undefined ? app.catalog.models : [app.catalog.find(name)];
+      ctx.send(200, routesView(app.config, models, app.routes, Date.now(), { onlyActive: queryString(ctx.query, 'active') === 'true' }));
     },
   });
 }

@@ -22,7 +22,7 @@ export async function createProgram(io: Io, argv: readonly string[] = []): Promi
     .configureOutput({ writeOut: (text) => io.out(text), writeErr: (text) => io.err(text) });
   registerServeCommand(program, io);
   if (argv[0] !== 'serve') {
-    const [init, accounts, wallet, keys, models, usage, mcp, cache, db] = await Promise.all([
+    const [init, accounts, wallet, keys, models, usage, mcp, cache, routes, db] = await Promise.all([
       import('./commands/init.js'),
       import('./commands/accounts.js'),
       import('./commands/wallet.js'),
@@ -31,6 +31,7 @@ export async function createProgram(io: Io, argv: readonly string[] = []): Promi
       import('./commands/usage.js'),
       import('./commands/mcp.js'),
       import('./commands/cache.js'),
+      import('./commands/routes.js'),
       import('./commands/db.js'),
     ]);
     init.registerInitCommand(program, io);
@@ -42,6 +43,7 @@ export async function createProgram(io: Io, argv: readonly string[] = []): Promi
     usage.registerUsageCommands(program, io);
     mcp.registerMcpCommand(program, io);
     cache.registerCacheCommands(program, io);
+    routes.registerRoutesCommand(program, io);
     db.registerDbCommands(program, io);
   }
   // Subcommands inherit exitOverride and output settings only when set on each of them.

@@ -2,30 +2,26 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import type { App } from '../app.js';
 import type { KeyPrincipal } from '../api/guards.js';
-import { parseKeyCreate, parseKeyUpdate } from '../api/key-bodies.js';
-import { canSee, requireAdmin, scopedAccount } from '../api/management/access.js';
+import { requireAdmin } from '../api/management/access.js';
 import { positiveAmount } from '../api/management/accounts.js';
-import { presentAccount, presentCatalogModel, presentKey, presentLedgerEntry, presentUsage } from '../api/presenters.js';
-import { isGatewayError } from '../core/errors.js';
-import type { KeyKind } from '../core/keys.js';
+import { presentAccount, presentCatalogModel, presentLedgerEntry } from '../api/presenters.js';
 import { microsToInr } from '../core/money.js';
 import { costMicros, imagePriceMicros, speechCostMicros, transcriptionCostMicros } from '../core/pricing.js';
-import { parseIsoDate } from '../core/time.js';
 import { requiredEmail, requiredString } from '../core/validate.js';
+import { registerKeyTools } from './key-tools.js';
+import { registerOperationsTools } from './operations-tools.js';
+import { accountRef, changes, list, result, toolKit } from './tool-kit.js';
 
 /**
  * The management tools of the MCP server (issue 14), one registry for every transport: each
  * tool calls the same services the management API does, as the `akm-` key's principal.
  * A rule broken (a role, a field) is a tool error naming it (`isError`), never a protocol
  * failure; every call is logged (tool, key, account; never arguments that hold secrets).
+ * Here the resources, the catalog and wallet tools; the key tools in key-tools.ts, usage,
+ * the response cache and the routes in operations-tools.ts.
  */
 
 export const SERVER_INFO = { name: 'llm-gateway', version: '0.1.0' };
-
-/** A tool's structured result, also as text (clients that read only text see the same). */
-function result<T extends Record<string, unknown>>(value: T) {
-  return { content: [{ type: 'text' as const, text: JSON.stringify(value) }], structuredContent: value };
-}
 
 export function createMcpServer(app: App, principal: KeyPrincipal): McpServer {
   const server = new McpServer(SERVER_INFO, { capabilities: { tools: {}, resources: {} } });
@@ -135,21 +131,8 @@ export function createMcpServer(app: App, principal: KeyPrincipal): McpServer {
     },
   );
 
-  const fail = (message: string) => ({ content: [{ type: 'text' as const, text: message }], isError: true });
-  /** Runs a tool body: the management API's errors become tool errors; the call is audited. */
-  const run = async <T>(tool: string, body: () => T | Promise<T>) => {
-    app.logger.info({ mcp_tool: tool, mgmt_key_id: principal.key.id, account_id: principal.account.id }, 'mcp tool call');
-    try {
-      return await body();
-    } catch (error) {
-      if (isGatewayError(error)) return fail(error.message);
-      throw error;
-    }
-  };
-  const account = async (ref: string | undefined) => (ref === undefined ? principal.account : scopedAccount(app, principal, ref));
-  const accountRef = z.string().optional().describe('An account id or e-mail; default: your own account');
-  const changes = { readOnlyHint: false, destructiveHint: false, openWorldHint: false } as const;
-  const list = z.array(z.record(z.string(), z.unknown()));
+  const kit = toolKit(server, app, principal);
+  const { run, account } = kit;
 
   server.registerTool(
     'list_accounts',
@@ -213,162 +196,7 @@ export function createMcpServer(app: App, principal: KeyPrincipal): McpServer {
     async ({ account_id: ref, limit }) => run('list_ledger', async () => result({ entries: (await app.wallet.ledger((await account(ref)).id, limit)).map(presentLedgerEntry) })),
   );
 
-  for (const [kind, noun] of [
-    ['api', 'api_key'],
-    ['management', 'management_key'],
-  ] as const satisfies ReadonlyArray<readonly [KeyKind, string]>) {
-    const what = kind === 'api' ? 'API keys (sk-, for inference calls)' : 'management keys (akm-, for the management API and this server)';
-    server.registerTool(
-      `list_${noun}s`,
-      {
-        description: `An account's ${what}: masked, with status${kind === 'api' ? ', rate limit, budget and spend' : ''}.`,
-        inputSchema: { account_id: accountRef },
-        outputSchema: { keys: list },
-        annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
-      },
-      async ({ account_id: ref }) => run(`list_${noun}s`, async () => result({ keys: (await app.keys.list(kind, (await account(ref)).id)).map((key) => presentKey(key, Date.now())) })),
-    );
-    server.registerTool(
-      `create_${noun}`,
-      {
-        description:
-          kind === 'api'
-            ? 'Creates an sk- API key for an account: name, rate_limit (requests per minute, 1 to 10000), budget (INR, 0 = unlimited), expires_at (ISO date), cache (false: the response cache neither serves nor stores its calls). The secret is in the answer once and cannot be shown again.'
-            : 'Creates an akm- management key for an account (name, expires_at). The secret is in the answer once and cannot be shown again.',
-        inputSchema: {
-          account_id: accountRef,
-          name: z.string().describe('What the key is for'),
-          ...(kind === 'api' ? { rate_limit: z.number().int().optional(), budget: z.number().optional(), cache: z.boolean().optional() } : {}),
-          expires_at: z.string().optional().describe('ISO 8601 date or date-time, in the future'),
-        },
-        outputSchema: { key: z.record(z.string(), z.unknown()), secret: z.string() },
-        annotations: { ...changes, idempotentHint: false },
-      },
-      async (args: { account_id?: string | undefined; name: string; rate_limit?: number | undefined; budget?: number | undefined; expires_at?: string | undefined; cache?: boolean | undefined }) =>
-        run(`create_${noun}`, async () => {
-          const target = await account(args.account_id);
-          const now = Date.now();
-          const body: Record<string, unknown> = { name: args.name };
-          for (const field of ['rate_limit', 'budget', 'expires_at', 'cache'] as const) if (args[field] !== undefined) body[field] = args[field];
-          const { record, secret } = await app.keys.create(kind, target.id, parseKeyCreate(kind, body, now));
-          return {
-            content: [{ type: 'text' as const, text: `Created ${record.name} (${record.maskedKey}). The secret below is shown once and cannot be recovered: store it now.\n${secret}` }],
-            structuredContent: { key: presentKey(record, now), secret },
-          };
-        }),
-    );
-    server.registerTool(
-      `revoke_${noun}`,
-      {
-        description: `Revokes one of the ${what} for good: calls with it are refused from now on.`,
-        inputSchema: { key_id: z.string() },
-        outputSchema: { key: z.record(z.string(), z.unknown()) },
-        annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
-      },
-      async ({ key_id: id }) =>
-        run(`revoke_${noun}`, async () => {
-          const record = await app.keys.get(kind, id, (key) => canSee(principal, key.accountId));
-          return result({ key: presentKey(await app.keys.revoke(record), Date.now()) });
-        }),
-    );
-  }
-
-  server.registerTool(
-    'update_api_key',
-    {
-      description: 'Changes an sk- API key: name, rate_limit (1 to 10000), budget (INR, 0 = unlimited), expires_at (ISO date; null clears it), cache (whether the response cache serves and stores its calls).',
-      inputSchema: { key_id: z.string(), name: z.string().optional(), rate_limit: z.number().int().optional(), budget: z.number().optional(), expires_at: z.string().nullable().optional(), cache: z.boolean().optional() },
-      outputSchema: { key: z.record(z.string(), z.unknown()) },
-      annotations: { ...changes, idempotentHint: true },
-    },
-    async ({ key_id: id, ...fields }) =>
-      run('update_api_key', async () => {
-        const record = await app.keys.get('api', id, (key) => canSee(principal, key.accountId));
-        const body: Record<string, unknown> = {};
-        for (const [field, value] of Object.entries(fields)) if (value !== undefined) body[field] = value;
-        const now = Date.now();
-        return result({ key: presentKey(await app.keys.update(record, parseKeyUpdate('api', body, now)), now) });
-      }),
-  );
-
-  server.registerTool(
-    'query_usage',
-    {
-      description: 'Billed calls, newest first, or their totals grouped by day, model or key. Filters: account (admins: any), key, model, endpoint, time range (ISO dates).',
-      inputSchema: {
-        account_id: accountRef,
-        api_key_id: z.string().optional(),
-        model: z.string().optional(),
-        endpoint: z.string().optional(),
-        since: z.string().optional().describe('ISO date or date-time, inclusive'),
-        until: z.string().optional().describe('ISO date or date-time, exclusive'),
-        group_by: z.enum(['day', 'model', 'key']).optional().describe('Totals instead of rows'),
-        limit: z.number().int().min(1).max(1000).default(100),
-      },
-      outputSchema: { rows: list },
-      annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
-    },
-    async (args) =>
-      run('query_usage', async () => {
-        const time = (field: 'since' | 'until'): number | undefined => {
-          const text = args[field];
-          if (text === undefined) return undefined;
-          const parsed = parseIsoDate(text);
-          if (!parsed.ok) throw Object.assign(new Error(), { gateway: `${field}: ${parsed.rule}` });
-          return parsed.ms;
-        };
-        let since: number | undefined;
-        let until: number | undefined;
-        try {
-          since = time('since');
-          until = time('until');
-        } catch (error) {
-          return fail((error as { gateway: string }).gateway);
-        }
-        const target = await account(args.account_id);
-        const rows = await app.usage.list({
-          accountId: target.id,
-          limit: args.group_by ? 100_000 : args.limit,
-          ...(args.api_key_id ? { apiKeyId: args.api_key_id } : {}),
-          ...(args.model ? { model: args.model } : {}),
-          ...(args.endpoint ? { endpoint: args.endpoint } : {}),
-          ...(since !== undefined ? { since } : {}),
-          ...(until !== undefined ? { until } : {}),
-        });
-        if (!args.group_by) return result({ rows: rows.map((row) => presentUsage(row)) });
-        const groups = new Map<string, { calls: number; errors: number; micros: number }>();
-        for (const row of rows) {
-          const group = args.group_by === 'day' ? new Date(row.createdAt).toISOString().slice(0, 10) : args.group_by === 'model' ? row.model : (row.apiKeyId ?? '(none)');
-          const entry = groups.get(group) ?? { calls: 0, errors: 0, micros: 0 };
-          entry.calls += 1;
-          entry.errors += row.status >= 400 ? 1 : 0;
-          entry.micros += row.costMicros;
-          groups.set(group, entry);
-        }
-        return result({ rows: [...groups].map(([group, totals]) => ({ [args.group_by as string]: group, calls: totals.calls, errors: totals.errors, cost: microsToInr(totals.micros) })) });
-      }),
-  );
-
-  server.registerTool(
-    'purge_cache',
-    {
-      description:
-        "Removes cached answers from the gateway's response cache, so that the next calls go to the providers: one account's (account_id; a non-admin key only its own), or every account's (all: true, admin keys only).",
-      inputSchema: { account_id: accountRef, all: z.boolean().optional().describe('Every account (admins only)') },
-      outputSchema: { removed: z.number(), account_id: z.string().nullable() },
-      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
-    },
-    async ({ account_id: ref, all }) =>
-      run('purge_cache', async () => {
-        if (!app.cache) return fail('the response cache is not enabled on this gateway (cache.enabled in its config)');
-        if (all === true && ref !== undefined) return fail('give account_id or all, not both');
-        if (all === true && principal.account.role !== 'admin') return fail('all: only admin keys may empty the whole cache');
-        const target = all === true ? undefined : await account(ref);
-        const removed = await app.cache.purge(target?.id);
-        app.logger.info({ account: target?.id ?? 'all', removed, by: principal.key.id }, 'response cache purged');
-        return result({ removed, account_id: target?.id ?? null });
-      }),
-  );
-
+  registerKeyTools(kit);
+  registerOperationsTools(kit);
   return server;
 }

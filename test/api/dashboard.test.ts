@@ -80,6 +80,10 @@ t.test('a user sees their own account: overview, daily, usage with filters, CSV,
   t.equal(ledger.body.data[0].balance_after, overview.body.balance, 'the running balance ends at the balance');
 
   t.equal((await gw.http('GET', '/api/admin/accounts', { headers: { cookie } })).status, 403, 'admin pages are for admins');
+  const userRoutes = await gw.http('GET', '/api/admin/routes', { headers: { cookie } });
+  t.equal(userRoutes.status, 403, 'the routes are for admins');
+  t.match(userRoutes.body, { error: { reason: 'admin_only' } });
+  t.equal((await gw.http('GET', '/api/admin/routes')).status, 401, 'and need a session');
   t.equal((await gw.http('GET', '/api/dashboard/overview')).status, 401);
 });
 
@@ -104,6 +108,18 @@ t.test('admins: accounts with balances, an idempotent top-up by reference, any a
   t.same((await gw.http('GET', `/api/admin/accounts/${id}/api-keys`, { headers })).body.data, []);
   t.same((await gw.http('GET', `/api/admin/usage?account_id=${id}`, { headers })).body.data, []);
   t.equal((await gw.http('GET', '/api/admin/usage?account_id=nobody', { headers })).status, 404);
+
+  // The router's routes, as GET /api/management/routes answers an admin key.
+  t.same((await gw.http('GET', '/api/admin/routes?active=true', { headers })).body.data, [], 'nothing active before any call or rest');
+  gw.app.routes.restDeployment('openai:gpt-4o-mini', 30_000, 'auth', Date.now());
+  const routes = await gw.http('GET', '/api/admin/routes?active=true', { headers: { cookie: headers.cookie } });
+  t.equal(routes.status, 200, 'a read needs no CSRF token');
+  t.same(routes.body, (await gw.http('GET', '/api/management/routes?active=true', { token: gw.adminKey })).body, 'the management API\'s document');
+  t.match(routes.body, { object: 'routes', data: [{ model: 'openai/gpt-4o-mini', deployments: [{ id: 'openai:gpt-4o-mini', state: 'resting', reason: 'auth', resting_until: String }] }] });
+  t.equal(routes.body.data.length, 1, 'only the resting model is active');
+  t.match((await gw.http('GET', '/api/admin/routes?model=gpt-4o', { headers })).body, { data: [{ model: 'openai/gpt-4o', deployments: [{ state: 'ok' }] }] }, '?model= one model');
+  t.equal((await gw.http('GET', '/api/admin/routes', { headers })).body.data.length, gw.app.catalog.models.length, 'without ?active every model');
+  t.equal((await gw.http('GET', '/api/admin/routes?model=nope', { headers })).status, 404);
 });
 
 t.test('CSV fields: quoted where needed, formulas neutralized', async (t) => {

@@ -369,6 +369,40 @@ t.test('the dashboard in Chromium', { skip, timeout: 120_000 }, async (t) => {
     await context.close();
   });
 
+  await t.test('admin: routes, their rests, refreshed by the button, from the keyboard', async (t) => {
+    const context = await newContext(browser, base);
+    const { page } = await open(context, 'admin');
+    gw.app.routes.restDeployment('openai:gpt-4o-mini', 120_000, 'failures', Date.now());
+    await page.goto('/login?next=%2Fadmin');
+    await page.getByLabel('E-mail').fill(gw.adminEmail);
+    await page.getByLabel('Password', { exact: true }).fill('admin-password');
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.waitForURL(`${base}/admin`);
+    await page.getByRole('link', { name: 'Routes' }).focus();
+    await page.keyboard.press('Enter');
+    await page.waitForURL(`${base}/admin/routes`);
+    await waitForText(heading(page), 'Routes');
+    t.equal(await page.evaluate('document.activeElement && document.activeElement.id'), 'page-title', 'focus moves to the heading');
+    await waitForText(page.locator('.page-header .lead'), 'Strategy weighted, 2 retries.');
+    const resting = page.locator('tr[data-deployment="openai:gpt-4o-mini"]');
+    await waitForText(resting, 'Resting');
+    t.match(await resting.textContent(), /more, until .* · after repeated failures/, 'the rest: time left, until when, why');
+    t.equal(await page.locator('section[data-model="openai/gpt-4o"]').count(), 0, 'an idle model is not listed');
+
+    // A rest set after the page loaded shows after Refresh (Enter on the button).
+    gw.app.routes.restDeployment('openai:gpt-4o', 120_000, 'retry-after', Date.now());
+    await page.getByRole('button', { name: 'Refresh' }).focus();
+    await page.keyboard.press('Enter');
+    const other = page.locator('tr[data-deployment="openai:gpt-4o"]');
+    await waitForText(other, 'the provider asked to wait');
+    t.match(await page.getByRole('status').filter({ hasText: 'Updated at' }).textContent(), /Updated at/, 'the refresh is announced');
+    await page.setViewportSize({ width: 375, height: 812 });
+    t.ok(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth'), 'nothing wider than a phone');
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await capture(t, page, 'admin-routes');
+    await context.close();
+  });
+
   await t.test('a write from another origin is refused (CSRF)', async (t) => {
     const context = user.context as BrowserContext;
     // A page on another origin of the same host (same site: the Lax cookie goes along).

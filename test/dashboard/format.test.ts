@@ -1,5 +1,5 @@
 import t from 'tap';
-import { endpointLabel, formatAgo, formatContext, formatLatency, formatQuantity } from '../../src/dashboard/lib/format.js';
+import { endpointLabel, formatAgo, formatContext, formatLatency, formatQuantity, formatRemaining } from '../../src/dashboard/lib/format.js';
 
 t.test('quantities a call used, in its unit', async (t) => {
   t.equal(formatQuantity({ unit: 'tokens', units: 1550, input_tokens: 1200, output_tokens: 350, endpoint: 'chat.completions' }), '1,200 in · 350 out');
@@ -26,4 +26,14 @@ t.test('latency, age, labels', async (t) => {
   t.equal(endpointLabel('something.new'), 'something.new', 'an unknown endpoint as it is');
   t.equal(formatContext(128000, 'tokens'), '1,28,000 tokens');
   t.equal(formatContext(0, null), '—');
+});
+
+t.test('time left of a rest', async (t) => {
+  const now = Date.parse('2026-03-10T12:00:00Z');
+  t.equal(formatRemaining('2026-03-10T12:00:22.400Z', now), '23 s', 'rounded up: a rest is never shown as over early');
+  t.equal(formatRemaining('2026-03-10T12:04:10Z', now), '4 min 10 s');
+  t.equal(formatRemaining('2026-03-10T12:05:00Z', now), '5 min');
+  t.equal(formatRemaining('2026-03-10T14:05:00Z', now), '2 h 5 min');
+  t.equal(formatRemaining('2026-03-10T12:00:00Z', now), null, 'over');
+  t.equal(formatRemaining(null, now), null);
 });

@@ -14,9 +14,11 @@ t.test('every page has a path, and paths map back to pages', async (t) => {
     { page: 'admin' },
     { page: 'admin-account', id: 'acc_1' },
     { page: 'admin-account', id: 'a b/c' },
+    { page: 'admin-routes' },
   ];
   for (const route of routes) t.same(matchRoute(routePath(route)), route, `${routePath(route)} round-trips`);
   t.equal(routePath({ page: 'admin-account', id: 'a b/c' }), '/admin/accounts/a%20b%2Fc');
+  t.equal(routePath({ page: 'admin-routes' }), '/admin/routes');
   t.same(matchRoute('/keys/'), { page: 'keys' }, 'a trailing slash is ignored');
   t.same(matchRoute(''), { page: 'overview' });
   t.same(matchRoute('/nope'), { page: 'not-found', path: '/nope' });

@@ -135,7 +135,7 @@ t.test('retried on 429, 5xx, a refused connection and a timeout; never on 400', 
   const bad = await chat('openai/pair');
   t.equal(bad.status, 400, 'a 400 is the client\'s answer');
   t.match(bad.json, { error: { code: 400, message: /bad field/ } });
-  t.equal(header(bad, 'x-gateway-attempts'), undefined, 'an error carries no routing headers');
+  t.equal(header(bad, 'x-gateway-attempts'), '1', 'an error says how many attempts were made');
   t.equal(simA.requests.length, 1, 'not retried');
   t.equal(simB.requests.length, 0, 'nor sent elsewhere');
   const row = await usageRow(gw, header(bad, 'x-request-id'));
@@ -203,6 +203,7 @@ t.test('every candidate failing: the client gets the first candidate\'s error, n
   const res = await chat('openai/first', { models: ['openai/second'] });
   t.equal(res.status, 429);
   t.match(res.json, { error: { code: 429, type: 'rate_limit_exceeded', message: /first model limited/ } });
+  t.equal(header(res, 'x-gateway-attempts'), '3');
   t.ok(simB.requests.length >= 1, 'the fallback was tried');
   const row = await usageRow(gw, header(res, 'x-request-id'));
   t.match(row, { model: 'openai/first', status: 429, attempts: 3, costMicros: 0 }, 'three attempts (retries: 2), nothing charged');

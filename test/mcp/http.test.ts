@@ -36,6 +36,7 @@ t.test('MCP over Streamable HTTP: initialize, list tools, read-only tools, refus
     'list_ledger',
     'list_management_keys',
     'list_models',
+    'list_routes',
     'purge_cache',
     'query_usage',
     'revoke_api_key',
@@ -105,6 +106,21 @@ t.test('MCP over Streamable HTTP: initialize, list tools, read-only tools, refus
   t.equal((ledger.structuredContent as { entries: Array<{ kind: string }> }).entries.filter((e) => e.kind === 'topup').length, 2, 'two top-ups in the ledger, not three');
   t.match((await client.callTool({ name: 'query_usage', arguments: { account_id: 'mcp@example.com', group_by: 'model' } })).structuredContent, { rows: [{ model: 'openai/gpt-4o-mini', calls: 1, errors: 0 }] }, 'usage totals by model');
 
+  // The router's view, as GET /api/management/routes: the model just called is active, a rest shows.
+  gw.app.routes.restDeployment('openai:gpt-4o-mini', 30_000, 'quota', Date.now());
+  const routes = await client.callTool({ name: 'list_routes', arguments: {} });
+  t.notOk(routes.isError, 'list_routes answers an admin key');
+  t.same(routes.structuredContent, (await gw.http('GET', '/api/management/routes?active=true', { token: gw.adminKey })).body, 'the same document as the management API');
+  t.match(routes.structuredContent, { object: 'routes', strategy: 'weighted', retries: 2, data: [{ model: 'openai/gpt-4o-mini', deployments: [{ id: 'openai:gpt-4o-mini', state: 'resting', reason: 'quota', calls: 1, failures: 0 }] }] });
+  t.equal((routes.structuredContent as { data: unknown[] }).data.length, 1, 'only the active model by default');
+  t.same(JSON.parse((routes.content as Array<{ text: string }>)[0]?.text ?? ''), routes.structuredContent, 'the text is the same document');
+  const idle = await client.callTool({ name: 'list_routes', arguments: { model: 'gpt-4o' } });
+  t.match(idle.structuredContent, { data: [{ model: 'openai/gpt-4o', deployments: [{ state: 'ok', calls: 0 }] }] }, 'model: that model, active or not');
+  t.equal(((await client.callTool({ name: 'list_routes', arguments: { all: true } })).structuredContent as { data: unknown[] }).data.length, gw.app.catalog.models.length, 'all: every model');
+  const noModel = await client.callTool({ name: 'list_routes', arguments: { model: 'no-such-model' } });
+  t.equal(noModel.isError, true, 'an unknown model is a tool error');
+  t.match(JSON.stringify(noModel.content), /no-such-model/);
+
   // Every remaining tool's success.
   const team = await client.callTool({ name: 'create_account', arguments: { email: 'team-mcp@example.com', name: 'Team' } });
   t.match(team.structuredContent, { account: { email: 'team-mcp@example.com', balance: 0 } });
@@ -134,6 +150,9 @@ t.test('MCP over Streamable HTTP: initialize, list tools, read-only tools, refus
   t.equal(notAdmin.isError, true, 'a user key cannot top up');
   t.match(JSON.stringify(notAdmin.content), /admin/);
   t.equal((await user.callTool({ name: 'list_accounts', arguments: {} })).isError, true);
+  const userRoutes = await user.callTool({ name: 'list_routes', arguments: {} });
+  t.equal(userRoutes.isError, true, 'list_routes is for admin keys');
+  t.match(JSON.stringify(userRoutes.content), /admin/);
   t.equal((await user.callTool({ name: 'list_api_keys', arguments: { account_id: 'mcp@example.com' } })).isError, true, "another account's keys are not found");
   const mine = await user.callTool({ name: 'create_api_key', arguments: { name: 'mine' } });
   t.notOk(mine.isError, 'a user key makes keys for its own account');

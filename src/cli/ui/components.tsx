@@ -8,7 +8,12 @@ export interface Column<Row> {
   align?: 'left' | 'right';
 }
 
-export function Table<Row>({ columns, rows, empty = 'nothing to show' }: { columns: Column<Row>[]; rows: Row[]; empty?: string }) {
+/**
+ * `whole`: as wide as its rows even past the terminal's width, so that a row is never broken
+ * into two lines (the terminal soft-wraps it; a pipe gets one line per row). Only for output
+ * rendered once: a live view must fit the terminal to redraw in place.
+ */
+export function Table<Row>({ columns, rows, empty = 'nothing to show', whole = false }: { columns: Column<Row>[]; rows: Row[]; empty?: string; whole?: boolean }) {
   if (rows.length === 0) return <Text dimColor>{empty}</Text>;
   const cells = rows.map((row) => columns.map((column) => column.value(row)));
   const widths = columns.map((column, i) => Math.max(column.title.length, ...cells.map((line) => (line[i] ?? '').length)));
@@ -16,8 +21,9 @@ export function Table<Row>({ columns, rows, empty = 'nothing to show' }: { colum
     const width = widths[i] ?? 0;
     return columns[i]?.align === 'right' ? text.padStart(width) : text.padEnd(width);
   };
+  const width = widths.reduce((sum, w) => sum + w, 0) + 2 * (widths.length - 1);
   return (
-    <Box flexDirection="column">
+    <Box flexDirection="column" {...(whole ? { width } : {})}>
       <Text bold>{columns.map((column, i) => pad(column.title, i)).join('  ')}</Text>
       {cells.map((line, index) => (
         <Text key={index}>{line.map((cell, i) => pad(cell, i)).join('  ')}</Text>

@@ -2,3 +2,4 @@
 export { render, renderToString } from 'ink';
 export * from './components.js';
 export * from './usage.js';
+export * from './routes.js';

@@ -173,7 +173,10 @@ export class AttemptLoop<Plan, Answer> {
       throw failure ?? restingError(this.chain[0] as ModelConfig, this.soonestRest(Date.now()));
     } catch (error) {
       this.stop();
-      throw this.timedOut ? routingTimeout(routing.timeoutMs) : ctx.signal.aborted ? new CallAborted('client disconnected') : error;
+      const thrown = this.timedOut ? routingTimeout(routing.timeoutMs) : ctx.signal.aborted ? new CallAborted('client disconnected') : error;
+      // The client's error says how many upstream attempts the call made.
+      if (isGatewayError(thrown) && this.attempts > 0) thrown.headers['x-gateway-attempts'] = String(this.attempts);
+      throw thrown;
     }
   }
 

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { GatewayConfig } from '../../config/types.js';
+import type { GatewayConfig, ProviderConfig } from '../../config/types.js';
 import { upstreamMalformed } from '../../providers/shared/errors.js';
 import { classifyUpstreamError, type UpstreamClient, type UpstreamResponse } from '../../providers/shared/upstream.js';
 import type { Catalog } from '../catalog.js';
@@ -67,9 +67,10 @@ export class SpeechCalls {
         // which goes on (bounded) to measure the share it took.
         detach: true,
         plan: (candidate) => {
-          // OpenAI's newer voices only where every deployment is OpenAI's.
-          const openAiOnly = candidate.deployments.every((deployment) => this.config.providers[deployment.provider]?.type === 'openai');
-          return checkSpeech(candidate, openAiOnly ? 'openai' : 'deepgram', candidate.speech ?? { formats: [draft.format], speedMin: 0.25, speedMax: 4, instructions: false }, draft);
+          // The voices every deployment takes: OpenAI's newer ones only where all are OpenAI's.
+          const types = candidate.deployments.map((deployment) => (this.config.providers[deployment.provider] as ProviderConfig).type);
+          const type = types.find((each) => each !== 'openai') ?? 'openai';
+          return checkSpeech(candidate, type, candidate.speech ?? { formats: [draft.format], speedMin: 0.25, speedMax: 4, instructions: false }, draft);
         },
         admit: (candidate, characters, first) => admitFixed(this.admitter, candidate, ctx, speechCostMicros(candidate.pricing, characters), `${characters} characters of speech`, first),
         attempt: async (target, characters, _admission, signal): Promise<HeldAudio> => {

@@ -14,6 +14,7 @@ import type {
   Overview,
   Page,
   Role,
+  RoutesView,
   SignupResponse,
   TopupResult,
   UsageRow,
@@ -213,6 +214,11 @@ export class ApiClient {
 
   accountKeys(accountId: string, signal?: AbortSignal): Promise<ListOf<ApiKey>> {
     return this.get(`/api/admin/accounts/${encodeURIComponent(accountId)}/api-keys`, signal);
+  }
+
+  /** The active models' deployments (several deployments, fallbacks, a rest or traffic). */
+  routes(signal?: AbortSignal): Promise<RoutesView> {
+    return this.get('/api/admin/routes?active=true', signal);
   }
 }
 

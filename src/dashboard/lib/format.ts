@@ -53,6 +53,23 @@ export function formatAgo(iso: string | null | undefined, now: number, empty = '
   return dateOnly.format(date);
 }
 
+/** Time left until `iso`: "23 s", "4 min 10 s", "2 h 5 min"; null once it has passed. */
+export function formatRemaining(iso: string | null | undefined, now: number): string | null {
+  const date = parse(iso);
+  if (!date) return null;
+  const seconds = Math.ceil((date.getTime() - now) / 1000);
+  if (seconds <= 0) return null;
+  if (seconds < 120) return `${seconds} s`;
+  if (seconds < 7200) return `${Math.floor(seconds / 60)} min${seconds % 60 ? ` ${seconds % 60} s` : ''}`;
+  return `${Math.floor(seconds / 3600)} h${Math.floor((seconds % 3600) / 60) ? ` ${Math.floor((seconds % 3600) / 60)} min` : ''}`;
+}
+
+/** A time of day with seconds ("02:03:12 pm"), for what changes within minutes. */
+export function formatClock(iso: string | number | null | undefined): string {
+  const date = typeof iso === 'number' ? new Date(iso) : parse(iso);
+  return date && !Number.isNaN(date.getTime()) ? timeWithSeconds.format(date) : '—';
+}
+
 export function formatLatency(ms: number | null | undefined): string {
   if (ms === null || ms === undefined || !Number.isFinite(ms)) return '—';
   if (ms < 1000) return `${Math.round(ms)} ms`;

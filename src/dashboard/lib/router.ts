@@ -16,6 +16,7 @@ export type Route =
   | { page: 'models' }
   | { page: 'admin' }
   | { page: 'admin-account'; id: string }
+  | { page: 'admin-routes' }
   | { page: 'not-found'; path: string };
 
 export type Page = Route['page'];
@@ -30,6 +31,7 @@ const STATIC: Record<string, Route> = {
   '/wallet': { page: 'wallet' },
   '/models': { page: 'models' },
   '/admin': { page: 'admin' },
+  '/admin/routes': { page: 'admin-routes' },
 };
 
 function decode(segment: string): string | null {
@@ -60,6 +62,8 @@ export function routePath(route: Route): string {
       return '/';
     case 'admin-account':
       return `/admin/accounts/${encodeURIComponent(route.id)}`;
+    case 'admin-routes':
+      return '/admin/routes';
     case 'not-found':
       return route.path;
     default:

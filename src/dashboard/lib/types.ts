@@ -189,6 +189,55 @@ export interface TopupResult {
   replayed?: boolean;
 }
 
+/** Why a deployment or a provider key rests: failures (the cooldown), auth (a refused key), quota (an exhausted quota), retry-after (the upstream asked to wait). */
+export type RestReason = 'failures' | 'auth' | 'quota' | 'retry-after';
+
+export interface RestState {
+  state: 'ok' | 'resting';
+  /** ISO time the rest ends; null when ok. */
+  resting_until: string | null;
+  reason: RestReason | null;
+}
+
+/** A provider's key: its index and fingerprint (never the key). */
+export interface RouteKey extends RestState {
+  index: number;
+  fingerprint: string;
+}
+
+export interface RouteDeployment extends RestState {
+  id: string;
+  provider: string;
+  upstream_model: string;
+  weight: number;
+  priority: number;
+  keys: RouteKey[];
+  in_flight: number;
+  /** Attempts in the last window. */
+  calls: number;
+  failures: number;
+  /** Recent time to an answer, ms; null before the first. */
+  latency_ms: number | null;
+}
+
+export interface ModelRoutes {
+  model: string;
+  type: ModelType;
+  /** In the order they are tried. */
+  deployments: RouteDeployment[];
+  fallbacks: string[];
+}
+
+/** GET /api/admin/routes: the router as an operator sees it. */
+export interface RoutesView {
+  object: 'routes';
+  strategy: string;
+  retries: number;
+  window_seconds: number;
+  cooldown: { failures: number; window_seconds: number; duration_seconds: number };
+  data: ModelRoutes[];
+}
+
 /** The error envelope every API error answers with. */
 export interface ErrorBody {
   error: {

@@ -7,6 +7,7 @@ import { Link, Loading } from './components.js';
 import { AppContext, usePlace, useApp, type AppServices } from './context.js';
 import { LoginPage, SignupPage } from './pages/auth.js';
 import { AdminAccountPage, AdminPage } from './pages/admin.js';
+import { AdminRoutesPage } from './pages/admin-routes.js';
 import { KeysPage } from './pages/keys.js';
 import { ManagementKeysPage } from './pages/management-keys.js';
 import { ModelsPage } from './pages/models.js';
@@ -153,6 +154,8 @@ function PageFor() {
       return <AdminPage />;
     case 'admin-account':
       return <AdminAccountPage id={route.id} />;
+    case 'admin-routes':
+      return <AdminRoutesPage />;
     case 'login':
     case 'signup':
       return <Loading />;
@@ -187,7 +190,7 @@ function Layout({ user, page, children }: { user: User; page: Page; children: Re
   const { logout } = useApp();
   const [menuOpen, setMenuOpen] = useState(false);
   const [leaving, setLeaving] = useState(false);
-  const current = page === 'admin-account' ? 'admin' : page;
+  const current = page === 'admin-account' || page === 'admin-routes' ? 'admin' : page;
   useEffect(() => setMenuOpen(false), [page]);
   return (
     <div className="layout">

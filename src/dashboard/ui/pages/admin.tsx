@@ -32,7 +32,7 @@ function MessageNotice({ message }: { message: Message | null }) {
   );
 }
 
-function AdminsOnly() {
+export function AdminsOnly() {
   return (
     <>
       <PageHeader title="Admin" />
@@ -58,6 +58,9 @@ export function AdminPage() {
   return (
     <>
       <PageHeader title="Admin" lead="Every account on this gateway, with its balance.">
+        <Link to="/admin/routes" className="button secondary">
+          Routes
+        </Link>
         {!creating ? (
           <button type="button" className="button" onClick={() => { setCreating(true); setMessage(null); }}>
             Create an account
