@@ -1,7 +1,7 @@
 import type { App } from '../app.js';
 import { errors } from '../core/errors.js';
 import { microsToInr } from '../core/money.js';
-import { routesView } from '../core/routing/view.js';
+import { routesFor } from '../core/routing/view.js';
 import { optionalEnum, optionalString, rejectUnknownFields, requiredEmail, requiredString, requireObject } from '../core/validate.js';
 import type { RequestContext, Route } from '../http/server.js';
 import type { Router } from '../http/router.js';
@@ -86,9 +86,7 @@ export function registerAdminRoutes(router: Router<Route>, app: App): void {
   router.add('GET', '/api/admin/routes', {
     handle: async (ctx) => {
       await requireAdminSession(app, ctx);
-      const name = queryString(ctx.query, 'model');
-      const models = name === undefined ? app.catalog.models : [app.catalog.find(name)];
-      ctx.send(200, routesView(app.config, models, app.routes, Date.now(), { onlyActive: queryString(ctx.query, 'active') === 'true' }));
+      ctx.send(200, routesFor(app.config, app.catalog, app.routes, { model: queryString(ctx.query, 'model'), activeOnly: queryString(ctx.query, 'active') === 'true' }));
     },
   });
 }

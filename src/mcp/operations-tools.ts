@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { requireAdmin } from '../api/management/access.js';
 import { presentUsage } from '../api/presenters.js';
 import { microsToInr } from '../core/money.js';
-import { routesView } from '../core/routing/view.js';
+import { routesFor } from '../core/routing/view.js';
 import { parseIsoDate } from '../core/time.js';
 import { accountRef, fail, list, result, type ToolKit } from './tool-kit.js';
 
@@ -128,8 +128,7 @@ export function registerOperationsTools({ server, app, principal, run, account }
       run('list_routes', () => {
         requireAdmin(principal);
         // As GET /api/management/routes: ?model= one model (active or not), else ?active=true unless all.
-        const models = model === undefined ? app.catalog.models : [app.catalog.find(model)];
-        return result({ ...routesView(app.config, models, app.routes, Date.now(), { onlyActive: model === undefined && all !== true }) });
+        return result({ ...routesFor(app.config, app.catalog, app.routes, { model, activeOnly: all !== true }) });
       }),
   );
 }

@@ -1,5 +1,5 @@
 import type { App } from '../../app.js';
-import { routesView } from '../../core/routing/view.js';
+import { routesFor } from '../../core/routing/view.js';
 import type { Route } from '../../http/server.js';
 import type { Router } from '../../http/router.js';
 import { requireManagementKey } from '../guards.js';
@@ -16,9 +16,7 @@ export function registerManagementRouteRoutes(router: Router<Route>, app: App): 
     handle: async (ctx) => {
       const principal = await requireManagementKey(app, ctx);
       requireAdmin(principal);
-      const name = queryString(ctx.query, 'model');
-      const models = name === undefined ? app.catalog.models : [app.catalog.find(name)];
-      ctx.send(200, routesView(app.config, models, app.routes, Date.now(), { onlyActive: queryString(ctx.query, 'active') === 'true' }));
+      ctx.send(200, routesFor(app.config, app.catalog, app.routes, { model: queryString(ctx.query, 'model'), activeOnly: queryString(ctx.query, 'active') === 'true' }));
     },
   });
 }

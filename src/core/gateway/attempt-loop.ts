@@ -214,8 +214,8 @@ export class AttemptLoop<Plan, Answer> {
   private async admitAt(candidate: number): Promise<boolean> {
     if (candidate === this.candidate && !this.unadmitted) return true;
     const model = this.chain[candidate] as ModelConfig;
-    const plans = (this.plans ??= new Map());
-    if (!plans.has(0)) plans.set(0, this.candidate === 0 ? this.plan : null);
+    // Made at the first switch, which is always away from the model asked for: its plan is kept.
+    const plans = (this.plans ??= new Map([[0, this.plan]]));
     let plan = plans.get(candidate);
     if (plan === undefined) {
       try {

@@ -4,7 +4,7 @@ import type { ChatProviderType, GatewayConfig, ModelConfig } from '../../config/
 import { PROVIDER_FAMILIES } from '../../providers/registry.js';
 import { upstreamMalformed } from '../../providers/shared/errors.js';
 import { classifyUpstreamError, type UpstreamClient } from '../../providers/shared/upstream.js';
-import type { ProviderFamily, TranslationContext, UpstreamRequest } from '../../providers/types.js';
+import type { TranslationContext, UpstreamRequest } from '../../providers/types.js';
 import type { CallSignal } from '../abort.js';
 import type { ChatDraft } from '../call-context.js';
 import type { ChatRequest, ChatResult, GatewayStreamEvent, Usage } from '../canonical.js';
@@ -56,13 +56,11 @@ interface ChatPlan {
 interface ChatAnswer {
   result: ChatResult;
   call: UpstreamRequest;
-  family: ProviderFamily;
 }
 
 interface StreamAnswer {
   held: HeldStream;
   call: UpstreamRequest;
-  family: ProviderFamily;
 }
 
 const translation: TranslationContext = { newToolCallId: () => `call_${randomBytes(12).toString('base64url')}` };
@@ -231,7 +229,7 @@ export class ChatService {
         }
         const call = family.buildChatRequest(request, target.provider);
         const response = await acceptOrThrow(target.provider, await this.upstream.send(target.provider, call, signal), family.errorMessage);
-        if (stream) return { held: await holdStream(response, family, request, target.provider, translation, keep, signal), call, family };
+        if (stream) return { held: await holdStream(response, family, request, target.provider, translation, keep, signal), call };
         let text: string;
         try {
           text = await response.body.text();
@@ -244,7 +242,7 @@ export class ChatService {
         } catch {
           throw upstreamMalformed(target.provider.name, 'a response that is not JSON');
         }
-        return { result: family.parseChatResponse(json, request, translation), call, family };
+        return { result: family.parseChatResponse(json, request, translation), call };
       },
     };
   }

@@ -1,4 +1,5 @@
 import type { GatewayConfig, ModelConfig, ProviderConfig } from '../../config/types.js';
+import type { Catalog } from '../catalog.js';
 import type { Rest } from './decide.js';
 import { keyFingerprint, type RouteHealth } from './health.js';
 
@@ -58,6 +59,16 @@ export interface RoutesView {
 
 function restView(rest: Rest | undefined): RestView {
   return rest ? { state: 'resting', resting_until: new Date(rest.until).toISOString(), reason: rest.reason } : { state: 'ok', resting_until: null, reason: null };
+}
+
+/**
+ * The view every surface serves (the management API, the dashboard's admin API, the MCP tool):
+ * one model (an id or short name, active or not; 404 when it names none), or every model of
+ * the catalog, only the active ones when `activeOnly`.
+ */
+export function routesFor(config: GatewayConfig, catalog: Catalog, health: RouteHealth, query: { model?: string | undefined; activeOnly: boolean }): RoutesView {
+  const models = query.model === undefined ? catalog.models : [catalog.find(query.model)];
+  return routesView(config, models, health, Date.now(), { onlyActive: query.model === undefined && query.activeOnly });
 }
 
 /**
