@@ -100,7 +100,7 @@ export function createApp(config: GatewayConfig, store: Store, redis: Redis | un
   const redisHolds = redis ? new RedisHoldStore(redis, prefix, instanceId(config), config.redis?.holdLeaseMs) : undefined;
   const holds: HoldStore = redisHolds ?? new MemoryHoldStore();
   const usage = new UsageService(store);
-  const catalog = new Catalog(config.models);
+  const catalog = new Catalog(config.models, config.aliases);
   const upstream = new UpstreamClient();
   const settlement = new Settlement(store, holds, usage, logger, { applyDelayMs: config.database.billingBatchMs });
   const admitter = new Admitter(store, limiter, holds, redisHolds && ((keyId, limit, requestId, hold) => redisHolds.acquireIfAdmitted(keyId, limit, requestId, hold)));
@@ -160,9 +160,11 @@ function promptEmbedder(config: GatewayConfig, catalog: Catalog, media: MediaSer
   const dimensions = spec?.minDimensions !== undefined && setting.dimensions !== undefined && setting.dimensions >= spec.minDimensions && setting.dimensions < spec.dimensions ? setting.dimensions : undefined;
   return async (text, ctx) => {
     if (!model) return undefined;
+    // Its own call: not the chat call's alias (its usage row names the embedding model only) nor its fallbacks.
+    const { requestedModel: _alias, fallbacks: _fallbacks, ...caller } = ctx;
     const outcome = await media.embed(
       { model: model.id, input: { kind: 'text', texts: [text] }, encodingFormat: 'float', ...(dimensions !== undefined ? { dimensions } : {}) },
-      { ...ctx, requestId: `${ctx.requestId}-cache`, endpoint: 'cache.embeddings', startedAt: Date.now(), unmetered: true },
+      { ...caller, requestId: `${ctx.requestId}-cache`, endpoint: 'cache.embeddings', startedAt: Date.now(), unmetered: true },
     );
     const vector = outcome.result.vectors[0];
     if (vector === undefined) return undefined;

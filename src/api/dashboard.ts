@@ -58,7 +58,7 @@ export async function usagePage(app: App, ctx: RequestContext, filter: Omit<Usag
   return { object: 'list' as const, data: await presentUsagePage(app, page), has_more: hasMore, next_before: hasMore ? (page.at(-1)?.id ?? null) : null };
 }
 
-const CSV_COLUMNS = ['created_at', 'request_id', 'endpoint', 'model', 'provider', 'api_key_id', 'api_key_name', 'stream', 'input_tokens', 'output_tokens', 'unit', 'units', 'cost_inr', 'latency_ms', 'status', 'error_type', 'cache_read_tokens', 'cache_write_tokens', 'cache', 'cache_similarity', 'cache_saved_inr'] as const;
+const CSV_COLUMNS = ['created_at', 'request_id', 'endpoint', 'model', 'provider', 'api_key_id', 'api_key_name', 'stream', 'input_tokens', 'output_tokens', 'unit', 'units', 'cost_inr', 'latency_ms', 'status', 'error_type', 'cache_read_tokens', 'cache_write_tokens', 'cache', 'cache_similarity', 'cache_saved_inr', 'requested_model'] as const;
 
 /** A CSV field (RFC 4180), with formula-leading characters neutralized for spreadsheets. */
 export function csvField(value: string | number | boolean | null): string {
@@ -74,7 +74,7 @@ export async function usageCsv(app: App, rows: readonly UsageRecord[]): Promise<
   for (const record of rows) {
     const row = presentUsage(record, await names(record));
     lines.push(
-      [row.created_at, row.request_id, row.endpoint, row.model, row.provider, row.api_key_id, row.api_key_name, row.stream, row.input_tokens, row.output_tokens, row.unit, row.units, row.cost, row.latency_ms, row.status, row.error_type, row.cache_read_tokens, row.cache_write_tokens, row.cache, row.cache_similarity, row.cache_saved]
+      [row.created_at, row.request_id, row.endpoint, row.model, row.provider, row.api_key_id, row.api_key_name, row.stream, row.input_tokens, row.output_tokens, row.unit, row.units, row.cost, row.latency_ms, row.status, row.error_type, row.cache_read_tokens, row.cache_write_tokens, row.cache, row.cache_similarity, row.cache_saved, row.requested_model]
         .map((value) => csvField(value))
         .join(','),
     );

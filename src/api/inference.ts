@@ -1,7 +1,8 @@
 import type { App } from '../app.js';
+import { resolveAliases } from './aliases.js';
 import { errors } from '../core/errors.js';
 import type { GatewayStreamEvent } from '../core/canonical.js';
-import type { CallContext, ChatDraft, ChatOutcome } from '../core/gateway/chat.js';
+import type { CallContext, ChatDraft, ChatOutcome, ChatStreamOutcome } from '../core/gateway/chat.js';
 import { SseWriter, type SseEvent } from '../http/sse.js';
 import type { RequestContext } from '../http/server.js';
 import type { KeyRecord } from '../store/keys.js';
@@ -18,7 +19,8 @@ export interface StreamEncoder {
 /** How one ingress format renders a chat call. */
 export interface ChatRendering {
   json(outcome: ChatOutcome): unknown;
-  stream(model: string): StreamEncoder;
+  /** The encoder of a stream, once it is routed (a promise where it needs the prompt's count first). */
+  stream(outcome: ChatStreamOutcome): StreamEncoder | Promise<StreamEncoder>;
 }
 
 /**
@@ -28,6 +30,7 @@ export interface ChatRendering {
  */
 export async function serveChatCall(app: App, ctx: RequestContext, key: KeyRecord, draft: ChatDraft, endpoint: string, rendering: ChatRendering): Promise<void> {
   const call = callContext(ctx, key, endpoint);
+  resolveAliases(app.catalog, 'chat', draft, call);
   if (optsOutOfCache(ctx.req.headers['x-gateway-cache'])) draft.noCache = true;
   if (!draft.stream) {
     const outcome = await app.chat.complete(draft, call);
@@ -36,7 +39,7 @@ export async function serveChatCall(app: App, ctx: RequestContext, key: KeyRecor
   }
   const outcome = await app.chat.stream(draft, call);
   const sse = new SseWriter(ctx.res);
-  const encoder = rendering.stream(outcome.model.id);
+  const encoder = await rendering.stream(outcome);
   const opened = sse.open(200, outcome.headers, encoder.start());
   if (opened) await opened;
   // One write per batch (what one upstream read carried): nothing waits for a later read.

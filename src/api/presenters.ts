@@ -1,4 +1,5 @@
 import type { ModelConfig } from '../config/types.js';
+import type { Catalog } from '../core/catalog.js';
 import { microsToInr } from '../core/money.js';
 import { toIso } from '../core/time.js';
 import type { Account } from '../store/accounts.js';
@@ -101,6 +102,8 @@ export function presentUsage(record: UsageRecord, names: UsageNames = { accountE
     // Routing: the deployment that served (provider entry and upstream model) and the upstream attempts made.
     deployment: record.deployment,
     attempts: record.attempts,
+    // The alias the client named the model by (`aliases:`); `model` is the catalog model billed. Null: named directly.
+    requested_model: record.requestedModel,
     status: record.status,
     error_type: record.errorType,
     latency_ms: record.latencyMs,
@@ -111,6 +114,39 @@ export function presentUsage(record: UsageRecord, names: UsageNames = { accountE
 /** The OpenAI `Model` object: exactly id, object, created, owned_by. */
 export function presentOpenAiModel(model: ModelConfig) {
   return { id: model.id, object: 'model' as const, created: model.created, owned_by: model.provider };
+}
+
+/** The aliases of a catalog with their target models, in file order. */
+function aliasEntries(catalog: Catalog): Array<{ name: string; pattern: boolean; model: ModelConfig }> {
+  return catalog.aliases.flatMap((alias) => {
+    const model = catalog.get(alias.target);
+    return model ? [{ name: alias.name, pattern: alias.pattern, model }] : [];
+  });
+}
+
+/** GET /v1/models: every model, then the exact aliases (a glob is not a model id a client of this list would pick). */
+export function presentOpenAiList(catalog: Catalog) {
+  const aliases = aliasEntries(catalog).filter((alias) => !alias.pattern);
+  return { object: 'list' as const, data: [...catalog.models.map(presentOpenAiModel), ...aliases.map((alias) => presentOpenAiAlias(alias.name, alias.model))] };
+}
+
+/** GET /api/models (and the MCP catalog resource): every model, then every alias, patterns included. */
+export function presentCatalogList(catalog: Catalog) {
+  return { object: 'list' as const, data: [...catalog.models.map(presentCatalogModel), ...aliasEntries(catalog).map((alias) => presentCatalogAlias(alias.name, alias.model, alias.pattern))] };
+}
+
+/** An alias (`aliases:`) in the OpenAI list: its target's fields under the alias's name, and `alias_of` naming the target. */
+export function presentOpenAiAlias(name: string, target: ModelConfig) {
+  return { ...presentOpenAiModel(target), id: name, alias_of: target.id };
+}
+
+/**
+ * An alias in the public catalog: its target's entry (prices, limits: a call is billed at the
+ * target's) under the alias's name, with `alias_of` and, for a glob, `alias_pattern: true`
+ * (`*` is any run of characters; the name is then not itself a model a client picks).
+ */
+export function presentCatalogAlias(name: string, target: ModelConfig, pattern: boolean) {
+  return { ...presentCatalogModel(target), id: name, alias_of: target.id, alias_pattern: pattern };
 }
 
 /** The unit a model's `context_window` counts: a speech or image model limits characters of input. */

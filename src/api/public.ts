@@ -5,7 +5,7 @@ import { microsToInr } from '../core/money.js';
 import type { Route } from '../http/server.js';
 import type { Router } from '../http/router.js';
 import { requireApiKey } from './guards.js';
-import { presentCatalogModel, presentOpenAiModel } from './presenters.js';
+import { presentCatalogList, presentOpenAiAlias, presentOpenAiList, presentOpenAiModel } from './presenters.js';
 
 /** Health, the model catalog (no auth) and the credits of an `sk-` key. */
 export function registerPublicRoutes(router: Router<Route>, app: App): void {
@@ -18,14 +18,22 @@ export function registerPublicRoutes(router: Router<Route>, app: App): void {
     },
   });
 
-  // Built once: the catalog is frozen for the daemon's life.
-  const openAiList = { object: 'list', data: app.catalog.models.map(presentOpenAiModel) };
-  const catalogList = { object: 'list', data: app.catalog.models.map(presentCatalogModel) };
+  // Built once: the catalog is frozen for the daemon's life (aliases listed after the models).
+  const openAiList = presentOpenAiList(app.catalog);
+  const catalogList = presentCatalogList(app.catalog);
 
   router.add('GET', '/v1/models', { handle: (ctx) => ctx.send(200, openAiList) });
   router.add('GET', '/v1/models/*id', {
     handle: async (ctx) => {
-      const model = app.catalog.get(ctx.params.id as string);
+      const id = ctx.params.id as string;
+      const model = app.catalog.get(id);
+      // An alias (a name a pattern matches included) answers as its own entry.
+      const aliasOf = model ? undefined : app.catalog.alias(id);
+      const target = aliasOf === undefined ? undefined : app.catalog.get(aliasOf);
+      if (target) {
+        ctx.send(200, presentOpenAiAlias(id, target));
+        return;
+      }
       if (!model) {
         throw new GatewayError({
           status: 404,

@@ -40,6 +40,7 @@ export const DEFAULT_RAW_CONFIG = {
     max_retry_after: '10s',
     timeout: '300s',
     cooldown: { failures: 3, window: '60s', duration: '30s' },
+    clamp_max_tokens: false,
   },
   catalog: { path: 'builtin' },
   providers: {

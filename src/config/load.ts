@@ -17,6 +17,7 @@ import {
   type Raw,
 } from './fields.js';
 import { interpolateEnv } from './interpolate.js';
+import { readAliases } from './aliases.js';
 import { readFallbacks, readRouting } from './routing.js';
 import { readBillingBatch, readCache, readOutbound } from './sections.js';
 import { PROVIDER_TYPES, type CacheConfig, type GatewayConfig, type ProviderType, type ModelConfig, type OutboundConfig, type ProviderConfig } from './types.js';
@@ -70,7 +71,7 @@ interface BuildOptions {
 /** Validates a parsed (not yet interpolated) user config merged over the defaults. */
 export function buildConfig(userRaw: unknown, options: BuildOptions): GatewayConfig {
   const topProblems = new Problems();
-  const top = readSection(userRaw, '', ['server', 'database', 'redis', 'cache', 'auth', 'logging', 'outbound', 'routing', 'catalog', 'providers', 'models'], topProblems);
+  const top = readSection(userRaw, '', ['server', 'database', 'redis', 'cache', 'auth', 'logging', 'outbound', 'routing', 'catalog', 'providers', 'models', 'aliases'], topProblems);
   if (topProblems.lines.length > 0 && !isRecord(userRaw)) throw new ConfigError(options.source, ['(root): must be a mapping']);
 
   const merged = mergeWithDefaults(top);
@@ -104,6 +105,7 @@ export function buildConfig(userRaw: unknown, options: BuildOptions): GatewayCon
   const providers = readProviders(raw.providers, problems);
   const models = readModels(raw, catalog, new Map(Object.values(providers).map((p) => [p.name, p.type])), options.baseDir, problems);
   const routing = { ...readRouting(raw.routing, problems), fallbacks: readFallbacks(isRecord(raw.routing) ? raw.routing.fallbacks : undefined, models, problems) };
+  const aliases = readAliases(raw.aliases, models, problems);
 
   const config: GatewayConfig = {
     server: {
@@ -137,6 +139,7 @@ export function buildConfig(userRaw: unknown, options: BuildOptions): GatewayCon
     cache: readCache(raw.cache, problems),
     providers,
     models,
+    aliases,
     source: options.source,
   };
   if (jwtSecret !== undefined) config.auth.jwtSecret = jwtSecret;
@@ -187,11 +190,12 @@ function mergeWithDefaults(user: Raw): Raw {
     out.providers = providers === undefined || providers === null ? defaults.providers : providers;
   }
   out.models = user.models;
+  out.aliases = user.aliases;
   return out;
 }
 
 const PROVIDER_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
-const PROVIDER_KEYS = ['type', 'base_url', 'api_key', 'api_keys', 'headers', 'timeouts', 'anthropic_version', 'max_tokens_param', 'tokenizer'];
+const PROVIDER_KEYS = ['type', 'base_url', 'api_key', 'api_keys', 'headers', 'timeouts', 'anthropic_version', 'max_tokens_param', 'tokenizer', 'responses'];
 
 function readProviders(raw: unknown, problems: Problems): Record<string, ProviderConfig> {
   const out: Record<string, ProviderConfig> = {};
@@ -244,6 +248,9 @@ function readProviders(raw: unknown, problems: Problems): Record<string, Provide
     }
     const tokenizer = readTokenizer(entry.tokenizer, `${path}.tokenizer`, problems);
     if (tokenizer) provider.tokenizer = tokenizer;
+    if (provider.type !== 'openai' && entry.responses !== undefined && entry.responses !== null) {
+      problems.add(`${path}.responses`, 'only applies to providers of type openai (an upstream with its own /v1/responses)');
+    } else if (readBool(entry, 'responses', path, problems, false)) provider.responses = true;
     out[name] = provider;
   }
   return out;

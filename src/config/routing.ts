@@ -1,4 +1,4 @@
-import { isRecord, Problems, readDuration, readEnum, readInt, readSection, readString, type Raw } from './fields.js';
+import { isRecord, Problems, readBool, readDuration, readEnum, readInt, readSection, readString, type Raw } from './fields.js';
 import type { Deployment, ModelConfig, ModelType, ProviderType, RetryCondition, RoutingConfig } from './types.js';
 
 /**
@@ -10,7 +10,7 @@ import type { Deployment, ModelConfig, ModelType, ProviderType, RetryCondition, 
 
 export const DEFAULT_RETRY_ON: readonly RetryCondition[] = [408, 429, 500, 502, 503, 504, 529, 'connect', 'timeout'];
 
-const ROUTING_KEYS = ['strategy', 'retries', 'retry_on', 'max_retry_after', 'timeout', 'cooldown', 'fallbacks'];
+const ROUTING_KEYS = ['strategy', 'retries', 'retry_on', 'max_retry_after', 'timeout', 'cooldown', 'fallbacks', 'clamp_max_tokens'];
 const DEPLOYMENT_KEYS = ['provider', 'upstream_model', 'weight', 'priority'];
 
 /** `routing:` without its fallbacks (they name catalog models: readFallbacks, once the catalog is read). */
@@ -28,6 +28,7 @@ export function readRouting(raw: unknown, problems: Problems): Omit<RoutingConfi
       windowMs: readDuration(cooldown, 'window', 'routing.cooldown', problems, 60_000, 1000),
       durationMs: readDuration(cooldown, 'duration', 'routing.cooldown', problems, 30_000, 1000),
     },
+    clampMaxTokens: readBool(section, 'clamp_max_tokens', 'routing', problems, false),
   };
 }
 

@@ -46,6 +46,12 @@ export interface ProviderConfig {
    * own). Absent: the family's (src/providers/<family>/index.ts).
    */
   tokenizer?: { ratio: number; splitDigits: boolean };
+  /**
+   * OpenAI family only: the upstream has its own `/v1/responses` (OpenAI itself), so a
+   * responses-format request is forwarded to it as it is (hosted tools, reasoning items and
+   * their encrypted content work natively) instead of being translated to chat completions.
+   */
+  responses?: boolean;
 }
 
 /**
@@ -166,6 +172,26 @@ export interface RoutingConfig {
   cooldown: { failures: number; windowMs: number; durationMs: number };
   /** Model id ► the models tried, in order, once every deployment of it failed or rests. */
   fallbacks: Readonly<Record<string, readonly string[]>>;
+  /**
+   * A chat call's output limit above its model's is lowered to the model's (and said in
+   * `x-gateway-max-tokens-clamped`) instead of refused with 400, on every chat format; the
+   * messages format always clamps (its max_tokens is required, and clients set it high).
+   */
+  clampMaxTokens: boolean;
+}
+
+/**
+ * One entry of `aliases:` in the YAML: a name clients may use for a catalog model (Claude
+ * Code's default model names mapped to whatever a team runs). Resolved at the ingress, before
+ * anything else (src/core/catalog.ts): billing is at the target's prices.
+ */
+export interface ModelAlias {
+  /** The name clients use; with `*` (any run of characters) when `pattern`. */
+  name: string;
+  /** The catalog model id it stands for. */
+  target: string;
+  /** A glob (`claude-*-haiku-*`): tried, in file order, for names neither an exact alias nor the catalog knows. */
+  pattern: boolean;
 }
 
 /**
@@ -250,6 +276,8 @@ export interface GatewayConfig {
   routing: RoutingConfig;
   providers: Readonly<Record<string, ProviderConfig>>;
   models: readonly ModelConfig[];
+  /** `aliases:`, in file order (exact names and patterns). */
+  aliases: readonly ModelAlias[];
   /** Where the config came from, for messages: a file path or "built-in defaults". */
   source: string;
 }

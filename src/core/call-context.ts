@@ -15,10 +15,18 @@ export interface ChatDraft extends Omit<ChatRequest, 'model' | 'upstreamModel' |
   maxTokensField?: string;
   /** Request fields the ingress accepted but no provider can act on. */
   ignoredParams?: string[];
+  /** Hosted tools (by type) left out for an upstream that cannot run them: `x-gateway-dropped-tools`. */
+  droppedTools?: string[];
   /** `no_cache: true`, or the `x-gateway-cache: no-cache` header: neither read nor write the response cache. */
   noCache?: boolean;
   /** Models to fall back to, in order (the body's `models`, OpenRouter's convention). */
   fallbacks?: string[];
+  /**
+   * A max_tokens above the model's output limit is lowered to the limit instead of refused
+   * (the messages format, where the field is required and clients set it high; or
+   * `routing.clamp_max_tokens`). Admission decides, per model tried.
+   */
+  clampMaxTokens?: boolean;
 }
 
 /** Who calls and how; the gateway never sees the HTTP request itself. */
@@ -37,5 +45,7 @@ export interface CallContext {
   unmetered?: boolean;
   /** Models to fall back to, in order, from the `x-gateway-fallbacks` header. */
   fallbacks?: readonly string[];
+  /** The alias the client named the model by (`aliases:` in the config), resolved at the ingress; recorded on the usage row. */
+  requestedModel?: string;
 }
 

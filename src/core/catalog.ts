@@ -1,15 +1,24 @@
-import type { ModelConfig, ModelType } from '../config/types.js';
+import type { ModelAlias, ModelConfig, ModelType } from '../config/types.js';
 import { GatewayError } from './errors.js';
 
 /**
  * The model catalog as the daemon serves it. A model is named by its full id
  * (`openai/gpt-4o-mini`) or by a short name (`gpt-4o-mini`) when exactly one model has it.
+ * Aliases (`aliases:` in the config) are other names for catalog models; the ingress resolves
+ * them (`alias`) before the gateway sees the model, so `resolve` and `find` know catalog names only.
  */
 export class Catalog {
   private readonly byId: Map<string, ModelConfig>;
   private readonly byShortName = new Map<string, ModelConfig[]>();
+  /** Exact aliases ► their target ids. */
+  private readonly exactAliases = new Map<string, string>();
+  /** Pattern aliases, in file order. */
+  private readonly patterns: Array<{ test: RegExp; target: string }> = [];
 
-  constructor(readonly models: readonly ModelConfig[]) {
+  constructor(
+    readonly models: readonly ModelConfig[],
+    readonly aliases: readonly ModelAlias[] = [],
+  ) {
     this.byId = new Map(models.map((model) => [model.id, model]));
     for (const model of models) {
       const short = model.id.slice(model.provider.length + 1);
@@ -17,6 +26,23 @@ export class Catalog {
       list.push(model);
       this.byShortName.set(short, list);
     }
+    for (const alias of aliases) {
+      if (alias.pattern) this.patterns.push({ test: globPattern(alias.name), target: alias.target });
+      else this.exactAliases.set(alias.name, alias.target);
+    }
+  }
+
+  /**
+   * The catalog model id a client's name stands for when it is an alias, else undefined. In
+   * order: an exact alias; a name the catalog knows itself (an id, or a short name, even an
+   * ambiguous one) is never an alias; then the patterns, the first that matches.
+   */
+  alias(name: string): string | undefined {
+    const exact = this.exactAliases.get(name);
+    if (exact !== undefined) return exact;
+    if (this.patterns.length === 0 || this.byId.has(name) || this.byShortName.has(name)) return undefined;
+    for (const pattern of this.patterns) if (pattern.test.test(name)) return pattern.target;
+    return undefined;
   }
 
   get(id: string): ModelConfig | undefined {
@@ -63,4 +89,9 @@ export class Catalog {
       message: `model '${name}' does not exist: name it as <provider>/<model>; GET /v1/models lists the available models`,
     });
   }
+}
+
+/** `claude-*-haiku-*` as an anchored expression: `*` is any run of characters (none included), the rest literal. */
+export function globPattern(glob: string): RegExp {
+  return new RegExp(`^${glob.split('*').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`, 's');
 }

@@ -78,6 +78,12 @@ export async function countTextTokens(text: string): Promise<number> {
 
 /** Tokens an image costs at most across the catalog's vision models (gpt-4o-mini's 2833 + 5667 per tile is the dearest). */
 export const IMAGE_TOKEN_ALLOWANCE = 40_000;
+/**
+ * What an image typically costs, for a count that estimates rather than bounds (count_tokens):
+ * a large image on Claude (about 1,600 tokens for 1.15 megapixels); OpenAI's 1024x1024 at
+ * high detail is 765 on GPT-4o, Gemini's a few hundred per tile.
+ */
+export const IMAGE_TOKEN_TYPICAL = 1_600;
 /** Per-message framing and provider-added system text (tool-use preambles run to a few hundred tokens). */
 const MESSAGE_OVERHEAD = 8;
 const CALL_OVERHEAD = 1_000;
@@ -168,9 +174,11 @@ const ESTIMATE_CALL_OVERHEAD = 8;
  * margin, plus framing, the family's tool preamble and the same image allowance as the fast
  * bound. Tokenizing costs about 0.15 ms per KB of prompt, so admission computes it only when
  * the fast bound does not fit in what the wallet and the key have free. Never above the fast
- * bound (which is a true bound), so it can only admit more.
+ * bound (which is a true bound), so it can only admit more. `imageTokens`: what each image
+ * counts (the allowance of a bound by default; POST /v1/messages/count_tokens, which estimates,
+ * gives IMAGE_TOKEN_TYPICAL).
  */
-export async function promptTokenEstimate(request: PromptParts, margin: PromptTokenMargin): Promise<number> {
+export async function promptTokenEstimate(request: PromptParts, margin: PromptTokenMargin, imageTokens = IMAGE_TOKEN_ALLOWANCE): Promise<number> {
   const count = await loadCounter();
   const budget = { chars: 0 };
   let tokens = 0;
@@ -185,7 +193,7 @@ export async function promptTokenEstimate(request: PromptParts, margin: PromptTo
     fixed += ESTIMATE_MESSAGE_OVERHEAD;
     for (const part of message.content) {
       if (part.type === 'text') await add(part.text);
-      else fixed += IMAGE_TOKEN_ALLOWANCE;
+      else fixed += imageTokens;
     }
     if (message.role === 'assistant') {
       for (const call of message.toolCalls) {

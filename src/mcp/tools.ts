@@ -4,7 +4,7 @@ import type { App } from '../app.js';
 import type { KeyPrincipal } from '../api/guards.js';
 import { requireAdmin } from '../api/management/access.js';
 import { positiveAmount } from '../api/management/accounts.js';
-import { presentAccount, presentCatalogModel, presentLedgerEntry } from '../api/presenters.js';
+import { presentAccount, presentCatalogList, presentCatalogModel, presentLedgerEntry } from '../api/presenters.js';
 import { microsToInr } from '../core/money.js';
 import { costMicros, imagePriceMicros, speechCostMicros, transcriptionCostMicros } from '../core/pricing.js';
 import { requiredEmail, requiredString } from '../core/validate.js';
@@ -27,7 +27,7 @@ export function createMcpServer(app: App, principal: KeyPrincipal): McpServer {
   const server = new McpServer(SERVER_INFO, { capabilities: { tools: {}, resources: {} } });
 
   server.registerResource('catalog', 'gateway://models', { title: 'Model catalog', description: 'Every model with its INR prices (the public catalog, GET /api/models)', mimeType: 'application/json' }, async (uri) => ({
-    contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify({ object: 'list', data: app.catalog.models.map(presentCatalogModel) }) }],
+    contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(presentCatalogList(app.catalog)) }],
   }));
   server.registerResource('balance', 'gateway://balance', { title: 'Wallet balance', description: "The key's own account and its INR balance", mimeType: 'application/json' }, async (uri) => {
     app.store.barrier.pass();

@@ -1,5 +1,6 @@
 import type { ChatProviderType } from '../config/types.js';
 import { anthropicFamily } from './anthropic/index.js';
+import { anthropicTokenCounter, type TokenCounter } from './anthropic/count-tokens.js';
 import { geminiFamily } from './gemini/index.js';
 import { openAiFamily } from './openai/index.js';
 import type { ProviderFamily } from './types.js';
@@ -12,4 +13,11 @@ export const PROVIDER_FAMILIES: Readonly<Record<ChatProviderType, ProviderFamily
   openai: openAiFamily,
   anthropic: anthropicFamily,
   gemini: geminiFamily,
+};
+
+export type { TokenCounter } from './anthropic/count-tokens.js';
+
+/** The chat families whose upstream counts a prompt's tokens itself (POST /v1/messages/count_tokens); the others are estimated. */
+export const TOKEN_COUNTERS: Readonly<Partial<Record<ChatProviderType, TokenCounter>>> = {
+  anthropic: anthropicTokenCounter,
 };

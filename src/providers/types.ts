@@ -16,6 +16,11 @@ export interface UpstreamRequest {
   rawBody?: Buffer | readonly Buffer[];
   /** Canonical parameters this provider cannot take; dropped, and named to the client. */
   ignoredParams: string[];
+  /**
+   * The request went in the client's own wire format (`ChatRequest.native`): the answer is the
+   * upstream's own, relayed as it is by the ingress of that format.
+   */
+  native?: boolean;
 }
 
 /** Turns one upstream stream into canonical parts; holds its own state between events. */

@@ -170,4 +170,13 @@ ALTER TABLE usage ADD COLUMN deployment TEXT;
 ALTER TABLE usage ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1 CHECK (attempts >= 0);
 `,
   },
+  {
+    version: 8,
+    name: 'usage: the alias a client named the model by',
+    // Model aliases (issue 27): `model` stays the catalog model billed; this is the name the
+    // client used (claude-haiku-5-5), null when it named the model itself.
+    sql: `
+ALTER TABLE usage ADD COLUMN requested_model TEXT;
+`,
+  },
 ];

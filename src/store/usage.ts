@@ -35,13 +35,16 @@ export interface UsageRecord {
   deployment: string | null;
   /** Upstream attempts the call made (retries and fallbacks included); 0 for a cache hit. */
   attempts: number;
+  /** The alias the client named the model by (`aliases:`); `model` is the catalog model it stands for. Null: named directly. */
+  requestedModel: string | null;
 }
 
 export type CacheOutcome = 'exact' | 'semantic' | 'miss' | 'bypass';
 
 /** A row to insert; without `unit`/`units` it is a token call (journal lines from before those columns). */
-export type NewUsage = Omit<UsageRecord, 'id' | 'unit' | 'units' | 'cache' | 'cacheSimilarity' | 'cacheSavedMicros' | 'deployment' | 'attempts'> & {
+export type NewUsage = Omit<UsageRecord, 'id' | 'unit' | 'units' | 'cache' | 'cacheSimilarity' | 'cacheSavedMicros' | 'deployment' | 'attempts' | 'requestedModel'> & {
   deployment?: string | null;
+  requestedModel?: string | null;
   attempts?: number;
   unit?: string;
   units?: number;
@@ -77,6 +80,7 @@ export interface UsageRow {
   cache_saved_micros: number;
   deployment: string | null;
   attempts: number;
+  requested_model: string | null;
 }
 
 export const toUsageRecord = (row: UsageRow): UsageRecord => ({
@@ -105,11 +109,14 @@ export const toUsageRecord = (row: UsageRow): UsageRecord => ({
   cacheSavedMicros: row.cache_saved_micros,
   deployment: row.deployment,
   attempts: row.attempts,
+  // Absent from rows read by a query that names its columns (none today); null before the column existed.
+  requestedModel: row.requested_model ?? null,
 });
 
 export interface UsageFilter {
   accountId?: string;
   apiKeyId?: string;
+  /** A catalog model id (the model that served), or an alias (the name the client used). */
   model?: string;
   /** Inclusive lower bound, ms. */
   since?: number;
@@ -153,8 +160,8 @@ export class UsageRepo {
     this.insertStmt = db.prepare(
       `INSERT INTO usage (request_id, account_id, api_key_id, model, provider, endpoint, stream, input_tokens, output_tokens,
          cache_read_tokens, cache_write_tokens, unit, units, cost_micros, uncharged_micros, status, error_type, latency_ms, created_at,
-         cache, cache_similarity, cache_saved_micros, deployment, attempts)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         cache, cache_similarity, cache_saved_micros, deployment, attempts, requested_model)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
   }
 
@@ -193,6 +200,7 @@ export class UsageRepo {
       // Absent in journal lines written before the columns existed.
       usage.deployment ?? null,
       usage.attempts ?? 1,
+      usage.requestedModel ?? null,
     );
     // Every field written out, not `{...usage, …}`: spreading the row into a new object cost
     // ~5 µs per settled call, as much as the INSERT itself (test/bench/diag/sqlite-settle.ts).
@@ -222,6 +230,7 @@ export class UsageRepo {
       cacheSavedMicros: usage.cacheSavedMicros ?? 0,
       deployment: usage.deployment ?? null,
       attempts: usage.attempts ?? 1,
+      requestedModel: usage.requestedModel ?? null,
     };
   }
 
@@ -240,7 +249,8 @@ export class UsageRepo {
       // The key's account, so that the account index narrows the walk (there is no key index).
       if (filter.accountId === undefined) where.push('account_id = (SELECT account_id FROM api_keys WHERE id = @apiKeyId)');
     }
-    if (filter.model !== undefined) add('model = @model', 'model', filter.model);
+    // The model that served, or the alias the client named it by.
+    if (filter.model !== undefined) add('(model = @model OR requested_model = @model)', 'model', filter.model);
     if (filter.since !== undefined) add('created_at >= @since', 'since', filter.since);
     if (filter.until !== undefined) add('created_at < @until', 'until', filter.until);
     if (filter.before !== undefined) add('id < @before', 'before', filter.before);

@@ -70,7 +70,7 @@ t.test('a user sees their own account: overview, daily, usage with filters, CSV,
   t.match(String(csv.headers['content-type']), /^text\/csv/);
   t.match(String(csv.headers['content-disposition']), /attachment; filename="usage.csv"/);
   const lines = (await csv.body.text()).trim().split('\r\n');
-  t.equal(lines[0], 'created_at,request_id,endpoint,model,provider,api_key_id,api_key_name,stream,input_tokens,output_tokens,unit,units,cost_inr,latency_ms,status,error_type,cache_read_tokens,cache_write_tokens,cache,cache_similarity,cache_saved_inr');
+  t.equal(lines[0], 'created_at,request_id,endpoint,model,provider,api_key_id,api_key_name,stream,input_tokens,output_tokens,unit,units,cost_inr,latency_ms,status,error_type,cache_read_tokens,cache_write_tokens,cache,cache_similarity,cache_saved_inr,requested_model');
   t.equal(lines.length, 3, 'the header and the two calls that succeeded');
   t.match(lines[1], /,embeddings,openai\/text-embedding-3-small,openai,.*,app one,false,/);
 

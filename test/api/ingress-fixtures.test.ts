@@ -6,8 +6,10 @@ import { ChatChunkEncoder, type ChatEncodeMeta } from '../../src/api/chat/encode
 import type { SseFrame, StreamEncoder } from '../../src/api/inference.js';
 import { decodeMessagesRequest } from '../../src/api/messages/decode.js';
 import { MessagesStreamEncoder, type MessagesEncodeMeta } from '../../src/api/messages/encode.js';
-import { decodeResponsesRequest } from '../../src/api/responses/decode.js';
-import { ResponsesStreamEncoder, type ResponsesEncodeMeta } from '../../src/api/responses/encode.js';
+import { decodeResponsesRequest, type ResponsesEcho } from '../../src/api/responses/decode.js';
+import type { ResponsesEncodeMeta } from '../../src/api/responses/encode.js';
+import { ResponsesStreamEncoder } from '../../src/api/responses/encode-stream.js';
+import type { ToolOrigin } from '../../src/api/responses/tools.js';
 import { PACKAGE_ROOT } from '../../src/config/load.js';
 import type { ProviderConfig } from '../../src/config/types.js';
 import type { ChatRequest, GatewayStreamEvent } from '../../src/core/canonical.js';
@@ -43,6 +45,20 @@ const openaiProvider: ProviderConfig = {
   maxTokensParam: 'max_tokens',
 };
 
+/**
+ * A responses meta fixture: the echo's `toolOrigins` is a Map in the decoder's echo, an object
+ * (flattened name → origin) in the JSON file.
+ */
+function readMeta(path: string): ResponsesEncodeMeta {
+  const meta = readJson<ResponsesEncodeMeta & { echo: { toolOrigins?: Record<string, ToolOrigin> } }>(path);
+  return { ...meta, echo: { ...meta.echo, toolOrigins: new Map(Object.entries(meta.echo.toolOrigins ?? {})) } };
+}
+
+/** The echo as JSON can hold it (toolOrigins as an object), for comparing with a .echo.json file. */
+function echoAsJson(echo: ResponsesEcho): Record<string, unknown> {
+  return { ...echo, toolOrigins: Object.fromEntries(echo.toolOrigins) };
+}
+
 function thrown(fn: () => unknown): any {
   try {
     fn();
@@ -56,7 +72,9 @@ function thrown(fn: () => unknown): any {
 // Requests → canonical drafts
 
 t.test('messages: request → canonical draft', async (t) => {
-  // system-turn: a system role inside messages, accepted since anthropic-version 2026-10-21 (HEAD 974e6a1).
+  // system-turn: a system role inside messages. Without an anthropic-version of 2026-10-21 or
+  // later (as here) the turns stay where the client put them (`inline`): an Anthropic upstream
+  // answers for itself, the other families fold them into their system instructions.
   for (const name of ['conversation', 'simple', 'system-turn']) {
     await t.test(name, async (t) => {
       const raw = readJson(`messages/request-${name}.json`);
@@ -77,7 +95,17 @@ t.test('messages: request → canonical draft', async (t) => {
     t.same(draft.toolChoice, { type: 'required' }, 'tool_choice any → required');
     t.equal(draft.parallelToolCalls, false, 'disable_parallel_tool_use → parallelToolCalls false');
     t.equal(draft.user, 'user-42', 'metadata.user_id → user');
-    t.same(Object.keys(draft.passthrough?.fields ?? {}), ['thinking', 'service_tier'], 'unmapped fields pass through (null ones do not)');
+    t.same(Object.keys(draft.passthrough?.fields ?? {}), ['service_tier'], 'unmapped fields pass through (null ones do not; thinking is mapped)');
+    t.same(draft.reasoning, { budgetTokens: 1024, summary: true, anthropic: { type: 'enabled', budget_tokens: 1024 } }, 'thinking → reasoning, the client\'s object kept for Claude');
+    const assistant = draft.messages[2];
+    t.same(assistant?.role === 'assistant' ? assistant.reasoning : undefined, [{ family: 'anthropic', text: 'Two cities: two calls.', signature: 'EqQBCgIYAhIM' }], 'a replayed thinking block → the turn\'s reasoning, with its signature');
+  });
+  await t.test('system-turn: from anthropic-version 2026-10-21 the system turns are part of the system prompt', async (t) => {
+    const raw = readJson('messages/request-system-turn.json');
+    const inline = (version?: string) => decodeMessagesRequest(raw, undefined, version).messages.filter((m) => m.role === 'system').map((m) => m.role === 'system' && m.inline === true);
+    t.same(inline(), [false, true, true], 'no version: the turns inside messages are inline');
+    t.same(inline('2023-06-01'), [false, true, true], 'an older version: inline');
+    t.same(inline('2026-10-21'), [false, false, false], '2026-10-21: not inline');
   });
 });
 
@@ -87,8 +115,10 @@ t.test('responses: request → canonical draft and echoed fields', async (t) => 
       const raw = readJson(`responses/request-${name}.json`);
       const copy = structuredClone(raw);
       const { draft, echo } = decodeResponsesRequest(raw);
-      t.strictSame(draft, readJson(`responses/request-${name}.draft.json`), 'the draft');
-      t.strictSame(echo, readJson(`responses/request-${name}.echo.json`), 'the echo');
+      const { native, ...rest } = draft;
+      t.strictSame(rest, readJson(`responses/request-${name}.draft.json`), 'the draft');
+      t.strictSame(native, { format: 'responses', body: raw }, 'the client\'s body rides along as native (it has no models field to remove)');
+      t.strictSame(echoAsJson(echo), readJson(`responses/request-${name}.echo.json`), 'the echo');
       t.strictSame(raw, copy, 'the request is not modified');
       t.strictSame(JSON.parse(JSON.stringify(draft)), draft, 'the draft is plain JSON (no undefined fields)');
     });
@@ -102,7 +132,8 @@ t.test('responses: request → canonical draft and echoed fields', async (t) => 
     );
     const assistant = draft.messages[3];
     t.same(assistant?.role === 'assistant' ? assistant.toolCalls.map((c) => c.id) : [], ['call_P', 'call_L'], 'consecutive function_call items join one assistant turn');
-    t.same(draft.ignoredParams, ['include', 'truncation', 'reasoning'], 'fields no upstream takes are named as ignored');
+    t.equal(draft.ignoredParams, undefined, 'include, truncation and reasoning are accepted (none is named as ignored)');
+    t.same(draft.reasoning, { effort: 'low' }, 'reasoning.effort → reasoning');
     t.equal(draft.passthrough, undefined, 'nothing passes through from the Responses wire');
   });
 });
@@ -287,7 +318,7 @@ for (const name of messageStreams) {
 const responseStreams = ['text-then-tools', 'length', 'upstream-error'];
 for (const name of responseStreams) {
   t.test(`responses: ${name}.parts.json → ResponsesStreamEncoder frames`, async (t) => {
-    const meta = readJson<ResponsesEncodeMeta>(`responses/${name}.meta.json`);
+    const meta = readMeta(`responses/${name}.meta.json`);
     const frames = run(new ResponsesStreamEncoder(meta), events(`responses/${name}.parts.json`));
     expectFrames(t, frames, `responses/${name}.frames.txt`);
     responsesInvariants(t, frames);
@@ -308,7 +339,7 @@ t.test('the same parts give the same answer in every format', async (t) => {
   // text-then-tools is one answer: each format's frames must carry the same text, calls and usage.
   const parts = events('messages/text-then-tools.parts.json');
   const messages = run(new MessagesStreamEncoder({ id: 'msg_x', model: 'm' }), parts).map((f) => JSON.parse(f.data));
-  const responsesFrames = run(new ResponsesStreamEncoder(readJson<ResponsesEncodeMeta>('responses/text-then-tools.meta.json')), parts).map((f) => JSON.parse(f.data));
+  const responsesFrames = run(new ResponsesStreamEncoder(readMeta('responses/text-then-tools.meta.json')), parts).map((f) => JSON.parse(f.data));
   const chat = run(new ChatChunkEncoder({ id: 'c', created: 1, model: 'm' }, true), parts)
     .filter((f) => f.data !== '[DONE]')
     .map((f) => JSON.parse(f.data));
@@ -411,7 +442,7 @@ t.test('tool-call deltas that arrive after the next call started stay with their
   // Regression: every input_json_delta went to the open block whatever its index (invalid JSON).
   t.same(messagesArgs, expected, 'messages: each tool_use block has its own call’s arguments');
 
-  const responses = run(new ResponsesStreamEncoder(readJson<ResponsesEncodeMeta>('responses/text-then-tools.meta.json')), parts).map((f) => JSON.parse(f.data));
+  const responses = run(new ResponsesStreamEncoder(readMeta('responses/text-then-tools.meta.json')), parts).map((f) => JSON.parse(f.data));
   const responsesArgs = Object.fromEntries(responses.at(-1).response.output.map((item: any) => [item.call_id, item.arguments]));
   // Regression: likewise for function_call_arguments.delta.
   t.same(responsesArgs, expected, 'responses: each function_call item has its own call’s arguments');
@@ -519,7 +550,8 @@ t.test('responses: invalid requests → 400 naming the field', async (t) => {
     { name: 'store "no"', body: { ...base, store: 'no' }, param: 'store' },
     { name: 'instructions an array', body: { ...base, instructions: ['a'] }, param: 'instructions' },
     { name: 'an item_reference', body: { ...base, input: [{ type: 'item_reference', id: 'msg_1' }] }, param: 'input[0].type' },
-    { name: 'an unknown item type', body: { ...base, input: [{ type: 'web_search_call', id: 'ws_1' }] }, param: 'input[0].type' },
+    // A hosted tool's record (web_search_call ...) is accepted; a type the format does not have is not.
+    { name: 'an unknown item type', body: { ...base, input: [{ type: 'telepathy_call', id: 'tp_1' }] }, param: 'input[0].type' },
     { name: 'a function_call_output for an unknown call_id', body: { ...base, input: [RESP_CALL, { type: 'function_call_output', call_id: 'call_2', output: 'x' }] }, param: 'input[1].call_id' },
     { name: 'a function_call_output before its call', body: { ...base, input: [{ type: 'function_call_output', call_id: 'call_1', output: 'x' }, RESP_CALL] }, param: 'input[0].call_id' },
     { name: 'function_call_output output a number', body: { ...base, input: [RESP_CALL, { type: 'function_call_output', call_id: 'call_1', output: 1 }] }, param: 'input[1].output' },
@@ -531,11 +563,16 @@ t.test('responses: invalid requests → 400 naming the field', async (t) => {
     { name: 'an input_image that is no URL', body: { ...base, input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'paris.png' }] }] }, param: 'input[0].content[0].image_url' },
     { name: 'a system message with an image', body: { ...base, input: [{ role: 'system', content: [{ type: 'input_image', image_url: 'https://e.com/a.png' }] }] }, param: 'input[0].content[0]' },
     { name: 'a nested chat-style tool', body: { ...base, tools: [{ type: 'function', function: { name: 'f', parameters: {} } }] }, param: 'tools[0].name' },
-    { name: 'a built-in tool', body: { ...base, tools: [{ type: 'web_search_preview' }] }, param: 'tools[0].type' },
+    // A built-in (hosted) tool is dropped, not refused (see 'responses: hosted tools ...' below); an unknown tool type is refused.
+    { name: 'an unknown tool type', body: { ...base, tools: [{ type: 'teleport' }] }, param: 'tools[0].type' },
+    { name: 'a namespace tool without tools', body: { ...base, tools: [{ type: 'namespace', name: 'ns' }] }, param: 'tools[0].tools' },
+    { name: 'a namespace tool holding a non-function', body: { ...base, tools: [{ type: 'namespace', name: 'ns', tools: [{ type: 'web_search' }] }] }, param: 'tools[0].tools[0].type' },
+    { name: 'a custom tool name with a dot', body: { ...base, tools: [{ type: 'custom', name: 'a.b' }] }, param: 'tools[0].name' },
     { name: 'a tool name with a dot', body: { ...base, tools: [{ type: 'function', name: 'a.b' }] }, param: 'tools[0].name' },
     { name: 'tool parameters a string', body: { ...base, tools: [{ type: 'function', name: 'f', parameters: '{}' }] }, param: 'tools[0].parameters' },
     { name: 'duplicate tool names', body: { ...base, tools: [{ type: 'function', name: 'f' }, { type: 'function', name: 'f' }] }, param: 'tools[1].name' },
     { name: 'tool_choice names no tool', body: { ...base, tools: [{ type: 'function', name: 'f' }], tool_choice: { type: 'function', name: 'g' } }, param: 'tool_choice.name' },
+    // Still a 400: `{"type": "function"}` without a name is no hosted tool choice (see the report: decodeToolChoice's catch-all).
     { name: 'tool_choice chat-style', body: { ...base, tools: [{ type: 'function', name: 'f' }], tool_choice: { type: 'function', function: { name: 'f' } } }, param: 'tool_choice' },
     { name: 'text.format json_schema without schema', body: { ...base, text: { format: { type: 'json_schema', name: 'r' } } }, param: 'text.format.schema' },
     { name: 'text.format json_schema without name', body: { ...base, text: { format: { type: 'json_schema', schema: {} } } }, param: 'text.format.name' },
@@ -545,8 +582,31 @@ t.test('responses: invalid requests → 400 naming the field', async (t) => {
     { name: 'parallel_tool_calls "no"', body: { ...base, parallel_tool_calls: 'no' }, param: 'parallel_tool_calls' },
     { name: 'user a number', body: { ...base, user: 42 }, param: 'user' },
     { name: 'a metadata value that is a number', body: { ...base, metadata: { n: 1 } }, param: 'metadata.n' },
+    { name: 'include not an array', body: { ...base, include: 'reasoning.encrypted_content' }, param: 'include' },
+    { name: 'reasoning.effort unknown', body: { ...base, reasoning: { effort: 'extreme' } }, param: 'reasoning.effort' },
+    { name: 'a custom_tool_call_output for an unknown call_id', body: { ...base, input: [{ type: 'custom_tool_call_output', call_id: 'call_9', output: 'x' }] }, param: 'input[0].call_id' },
+    { name: 'a custom_tool_call input an object', body: { ...base, input: [{ type: 'custom_tool_call', call_id: 'c1', name: 'apply_patch', input: {} }] }, param: 'input[0].input' },
+    { name: 'a reasoning item with encrypted_content a number', body: { ...base, input: [{ type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: 1 }] }, param: 'input[0].encrypted_content' },
     { name: '17 metadata keys', body: { ...base, metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])) }, param: 'metadata' },
   ]);
+});
+
+t.test('responses: hosted tools and their records are dropped, not refused', async (t) => {
+  const base = { model: 'openai/gpt-4o-mini', input: 'hi' };
+  const hosted = [{ type: 'web_search_preview' }, { type: 'file_search', vector_store_ids: ['vs_1'] }, { type: 'code_interpreter', container: { type: 'auto' } }, { type: 'web_search_preview' }];
+  const { draft, echo } = decodeResponsesRequest({ ...base, tools: [...hosted, { type: 'function', name: 'f' }] });
+  t.same(draft.droppedTools, ['web_search_preview', 'file_search', 'code_interpreter'], 'each hosted tool type named once in droppedTools, in order');
+  t.same(draft.tools?.map((tool) => tool.name), ['f'], 'the function tool is kept');
+  t.same(echo.tools, [...hosted, { type: 'function', name: 'f' }], 'the response echoes the tools as the client sent them');
+  const only = decodeResponsesRequest({ ...base, tools: [{ type: 'web_search_preview' }] }).draft;
+  t.equal(only.tools, undefined, 'only hosted tools: no tools at all');
+  t.same(only.droppedTools, ['web_search_preview']);
+  const records = decodeResponsesRequest({ ...base, input: [{ role: 'user', content: 'find it' }, { type: 'web_search_call', id: 'ws_1', status: 'completed', action: { type: 'search', query: 'x' } }, { role: 'user', content: 'thanks' }] }).draft;
+  t.same(records.messages.map((m) => m.role), ['user', 'user'], 'a hosted tool\'s record in input is skipped');
+  const choice = decodeResponsesRequest({ ...base, tools: [{ type: 'web_search_preview' }, { type: 'function', name: 'f' }], tool_choice: { type: 'web_search_preview' } }).draft;
+  t.same(choice.toolChoice, { type: 'auto' }, 'a hosted tool_choice: the model may call any tool');
+  const unknown = thrown(() => decodeResponsesRequest({ ...base, input: [{ type: 'telepathy_call', id: 'tp_1' }] }));
+  t.match(unknown?.message, /^input\[0\]\.type: must be message, function_call, function_call_output, custom_tool_call, custom_tool_call_output or reasoning/, 'an unknown item type names the types taken');
 });
 
 t.test('chat: invalid requests → 400 naming the field', async (t) => {

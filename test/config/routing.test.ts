@@ -105,7 +105,7 @@ t.test('mistakes are named by path', async (t) => {
     'routing.fallbacks.openai/gpt-4o[1]: a model cannot fall back to itself',
     'routing.fallbacks.openai/gpt-4o[2]: "x/y" is not a model of the catalog',
   ]);
-  t.same(problemsOf({ routing: { colour: 1 } }), ['routing.colour: unknown key (expected one of: strategy, retries, retry_on, max_retry_after, timeout, cooldown, fallbacks)']);
+  t.same(problemsOf({ routing: { colour: 1 } }), ['routing.colour: unknown key (expected one of: strategy, retries, retry_on, max_retry_after, timeout, cooldown, fallbacks, clamp_max_tokens)']);
 });
 
 t.test('a model of its own, served only through deployments, needs no provider of its prefix\'s name', async (t) => {

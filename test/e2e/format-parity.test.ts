@@ -572,7 +572,8 @@ t.test('402 through the official clients', async (t) => {
 t.test('a max tokens above the model’s own limit: 400 naming the field of the format, before any hold', async (t) => {
   const funded = await fund({ balance: 10 });
   const before = sim.requests.length;
-  for (const format of FORMATS) {
+  // The messages format lowers it to the limit instead (issue 27: max-tokens-clamp.test.ts).
+  for (const format of FORMATS.filter((f) => f !== 'messages')) {
     const res = await post(gw, format, funded.key, bodyFor(format, { maxTokens: 20_000 }));
     expectErrorBody(t, format, res, 400, 'invalid_request_error', 'invalid_field');
     // Regression: admission named `max_tokens` whatever the format.

@@ -8,6 +8,7 @@ import { responseHeaders } from '../../http/respond.js';
 import type { Route } from '../../http/server.js';
 import type { Router } from '../../http/router.js';
 import { requireApiKey } from '../guards.js';
+import { resolveAliases } from '../aliases.js';
 import { callContext } from '../inference.js';
 
 const KNOWN = ['model', 'input', 'voice', 'response_format', 'speed', 'instructions', 'stream_format'];
@@ -53,7 +54,9 @@ export function registerSpeechRoutes(router: Router<Route>, app: App): void {
     handle: async (ctx) => {
       const key = await requireApiKey(app, ctx);
       const { draft, ignored } = decodeSpeech(await ctx.json());
-      const outcome = await app.media.speech(draft, callContext(ctx, key, 'audio.speech'));
+      const call = callContext(ctx, key, 'audio.speech');
+      resolveAliases(app.catalog, 'speech', draft, call);
+      const outcome = await app.media.speech(draft, call);
       addIgnoredParams(outcome.headers, ignored);
       const res = ctx.res;
       const audio = outcome.audio;

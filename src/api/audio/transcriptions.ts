@@ -10,6 +10,7 @@ import { responseHeaders } from '../../http/respond.js';
 import type { RequestContext, Route } from '../../http/server.js';
 import type { Router } from '../../http/router.js';
 import { requireApiKey } from '../guards.js';
+import { resolveAliases } from '../aliases.js';
 import { callContext } from '../inference.js';
 
 /** The most audio one transcription takes (OpenAI's limit), as a file or decoded from base64. */
@@ -30,7 +31,9 @@ export function registerTranscriptionRoutes(router: Router<Route>, app: App): vo
       const key = await requireApiKey(app, ctx);
       const type = ctx.req.headers['content-type'] ?? '';
       const draft = type.toLowerCase().startsWith('multipart/form-data') ? await decodeForm(ctx) : decodeJson(await ctx.json());
-      const outcome = await app.media.transcribe(draft, callContext(ctx, key, 'audio.transcriptions'));
+      const call = callContext(ctx, key, 'audio.transcriptions');
+      resolveAliases(app.catalog, 'transcription', draft, call);
+      const outcome = await app.media.transcribe(draft, call);
       const { body, contentType } = encodeTranscription(outcome);
       const res = ctx.res;
       res.writeHead(200, responseHeaders(res, { 'content-type': contentType, 'cache-control': 'no-store', 'content-length': String(body.length) }, outcome.headers));

@@ -78,6 +78,13 @@ export class ChatChunkEncoder implements StreamEncoder {
     switch (event.type) {
       case 'text-delta':
         return [this.chunk({ content: event.text }, null)];
+      case 'reasoning-delta':
+        // The convention of OpenAI-compatible servers (DeepSeek, vLLM, OpenRouter): reasoning beside the content.
+        return [this.chunk({ reasoning_content: event.text }, null)];
+      case 'reasoning-end':
+      case 'prompt-usage':
+      case 'native':
+        return [];
       case 'tool-call-start':
         return [this.chunk({ tool_calls: [{ index: event.index, id: event.id, type: 'function', function: { name: event.name, arguments: '' } }] }, null)];
       case 'tool-call-delta':

@@ -17,7 +17,7 @@ export function registerChatRoutes(router: Router<Route>, app: App): void {
       const created = Math.floor(Date.now() / 1000);
       await serveChatCall(app, ctx, key, draft, 'chat.completions', {
         json: (outcome) => encodeChatCompletion(outcome.result, outcome.usage, { id, created, model: outcome.model.id }),
-        stream: (model) => new ChatChunkEncoder({ id, created, model }, includeUsage),
+        stream: (outcome) => new ChatChunkEncoder({ id, created, model: outcome.model.id }, includeUsage),
       });
     },
   });

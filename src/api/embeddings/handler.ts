@@ -3,6 +3,7 @@ import { addIgnoredParams } from '../../core/gateway/media.js';
 import type { Route } from '../../http/server.js';
 import type { Router } from '../../http/router.js';
 import { requireApiKey } from '../guards.js';
+import { resolveAliases } from '../aliases.js';
 import { callContext } from '../inference.js';
 import { decodeEmbeddings } from './decode.js';
 import { encodeEmbeddings } from './encode.js';
@@ -13,7 +14,9 @@ export function registerEmbeddingRoutes(router: Router<Route>, app: App): void {
     handle: async (ctx) => {
       const key = await requireApiKey(app, ctx);
       const { draft, ignored } = decodeEmbeddings(await ctx.json());
-      const outcome = await app.media.embed(draft, callContext(ctx, key, 'embeddings'));
+      const call = callContext(ctx, key, 'embeddings');
+      resolveAliases(app.catalog, 'embedding', draft, call);
+      const outcome = await app.media.embed(draft, call);
       addIgnoredParams(outcome.headers, ignored);
       ctx.send(200, encodeEmbeddings(outcome, draft.encodingFormat), outcome.headers);
     },

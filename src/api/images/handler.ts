@@ -6,6 +6,7 @@ import { responseHeaders } from '../../http/respond.js';
 import type { RequestContext, Route } from '../../http/server.js';
 import type { Router } from '../../http/router.js';
 import { requireApiKey } from '../guards.js';
+import { resolveAliases } from '../aliases.js';
 import { callContext } from '../inference.js';
 
 const KNOWN = ['model', 'prompt', 'n', 'size', 'quality', 'style', 'response_format', 'user'];
@@ -64,7 +65,9 @@ export function registerImageRoutes(router: Router<Route>, app: App): void {
     handle: async (ctx) => {
       const key = await requireApiKey(app, ctx);
       const { draft, ignored } = decodeImages(await ctx.json());
-      const outcome = await app.media.generateImages(draft, callContext(ctx, key, 'images.generations'), publicBaseUrl(app, ctx));
+      const call = callContext(ctx, key, 'images.generations');
+      resolveAliases(app.catalog, 'image', draft, call);
+      const outcome = await app.media.generateImages(draft, call, publicBaseUrl(app, ctx));
       addIgnoredParams(outcome.headers, ignored);
       ctx.send(200, encodeImages(outcome), outcome.headers);
     },

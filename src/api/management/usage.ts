@@ -41,7 +41,7 @@ export function matches(filter: Omit<UsageFilter, 'limit'>, record: UsageRecord)
   return (
     (filter.accountId === undefined || record.accountId === filter.accountId) &&
     (filter.apiKeyId === undefined || record.apiKeyId === filter.apiKeyId) &&
-    (filter.model === undefined || record.model === filter.model) &&
+    (filter.model === undefined || record.model === filter.model || record.requestedModel === filter.model) &&
     (filter.endpoint === undefined || record.endpoint === filter.endpoint) &&
     (filter.outcome === undefined || (filter.outcome === 'ok') === record.status < 400)
   );

@@ -1,7 +1,7 @@
-import type { CacheControl, ContentPart, ImageSource, Message, TextPart, ToolChoice, ToolDefinition } from '../../core/canonical.js';
+import type { CacheControl, ContentPart, ImageSource, Message, ReasoningBlock, ReasoningRequest, TextPart, ToolChoice, ToolDefinition } from '../../core/canonical.js';
 import { errors } from '../../core/errors.js';
 import type { ChatDraft } from '../../core/gateway/chat.js';
-import { isObject, optionalNumberIn, requiredModel, type JsonObject } from '../../core/validate.js';
+import { isObject, optionalModelList, optionalNumberIn, requiredModel, type JsonObject } from '../../core/validate.js';
 
 /**
  * Anthropic Messages request → canonical draft. Pure. Tool results in a user turn become
@@ -10,11 +10,23 @@ import { isObject, optionalNumberIn, requiredModel, type JsonObject } from '../.
  * Anthropic upstream and are named as ignored elsewhere.
  */
 
-const MAPPED = new Set(['model', 'max_tokens', 'messages', 'system', 'stop_sequences', 'temperature', 'top_p', 'top_k', 'tools', 'tool_choice', 'metadata', 'stream']);
+const MAPPED = new Set(['model', 'max_tokens', 'messages', 'system', 'stop_sequences', 'temperature', 'top_p', 'top_k', 'tools', 'tool_choice', 'metadata', 'stream', 'models', 'thinking']);
+/** Signature prefix of a thinking block the gateway made from another family's reasoning (encode.ts). */
+const FOREIGN_SIGNATURE = 'gateway:';
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,128}$/;
 const MEDIA_TYPES = ['image/jpeg', 'image/png', 'image/gif', 'image/webp'];
 
-export function decodeMessagesRequest(raw: unknown): ChatDraft {
+/** The first anthropic-version whose messages may hold `role: "system"` turns (SDK 1.x's SystemMessageParam). */
+const SYSTEM_TURNS_VERSION = '2026-10-21';
+
+/**
+ * `beta`: the request's `anthropic-beta` header, passed on to a Claude upstream (ignored by the
+ * others). `version`: its `anthropic-version`: before 2026-10-21 a system turn among the
+ * messages is what Claude refuses, and a Claude upstream gets it where the client put it, to
+ * answer with its own words (Claude Code acts on them); from that version on it is part of the
+ * system prompt, folded there for every upstream.
+ */
+export function decodeMessagesRequest(raw: unknown, beta?: string | string[], version?: string | string[]): ChatDraft {
   if (!isObject(raw)) throw errors.bodyNotObject();
   const body = raw;
   const model = requiredModel(body);
@@ -22,7 +34,8 @@ export function decodeMessagesRequest(raw: unknown): ChatDraft {
   if (typeof body.max_tokens !== 'number' || !Number.isSafeInteger(body.max_tokens) || body.max_tokens < 1) throw errors.invalidField('max_tokens', 'must be a positive integer');
   if (body.stream !== undefined && typeof body.stream !== 'boolean') throw errors.invalidField('stream', 'must be true or false');
 
-  const messages: Message[] = [...decodeSystem(body.system), ...decodeTurns(body.messages)];
+  const asWritten = typeof version !== 'string' || version < SYSTEM_TURNS_VERSION;
+  const messages: Message[] = [...decodeSystem(body.system), ...decodeTurns(body.messages, asWritten)];
   const draft: ChatDraft = { model, maxTokens: body.max_tokens, messages, stream: body.stream === true };
 
   const temperature = optionalNumberIn(body, 'temperature', 0, 1);
@@ -49,10 +62,23 @@ export function decodeMessagesRequest(raw: unknown): ChatDraft {
   const tools = decodeTools(body.tools);
   if (tools) draft.tools = tools;
   decodeToolChoice(body.tool_choice, tools, draft);
+  const reasoning = decodeThinking(body.thinking);
+  if (reasoning) {
+    // Claude's `output_config.effort` (Claude Code sends "high" with adaptive thinking): the effort other families take.
+    const effort = isObject(body.output_config) ? body.output_config.effort : undefined;
+    if (effort === 'low' || effort === 'medium' || effort === 'high') reasoning.effort = effort;
+    draft.reasoning = reasoning;
+  }
+  const fallbacks = optionalModelList(body);
+  if (fallbacks) draft.fallbacks = fallbacks;
 
   const passthrough: JsonObject = {};
   for (const [key, value] of Object.entries(body)) if (!MAPPED.has(key) && value !== undefined && value !== null) passthrough[key] = value;
-  if (Object.keys(passthrough).length > 0) draft.passthrough = { family: 'anthropic', fields: passthrough };
+  const betas = (Array.isArray(beta) ? beta.join(',') : (beta ?? '')).split(',').map((value) => value.trim()).filter((value) => value !== '');
+  if (Object.keys(passthrough).length > 0 || betas.length > 0) {
+    draft.passthrough = { family: 'anthropic', fields: passthrough };
+    if (betas.length > 0) draft.passthrough.headers = { 'anthropic-beta': betas.join(',') };
+  }
   return draft;
 }
 
@@ -117,7 +143,7 @@ function toolResultContent(value: unknown, at: string): ContentPart[] {
   });
 }
 
-function decodeTurns(value: unknown): Message[] {
+function decodeTurns(value: unknown, inlineSystem: boolean): Message[] {
   if (value === undefined || value === null) throw errors.missingField('messages');
   if (!Array.isArray(value) || value.length === 0) throw errors.invalidField('messages', 'must be a non-empty array');
   const out: Message[] = [];
@@ -129,13 +155,15 @@ function decodeTurns(value: unknown): Message[] {
       // Allowed in messages since anthropic-version 2026-10-21 (the 1.x SDK's types have it).
       const parts = typeof raw.content === 'string' ? [{ type: 'text', text: raw.content }] : raw.content;
       if (!Array.isArray(parts)) throw errors.invalidField(`${at}.content`, 'must be a string or an array of text blocks');
-      out.push({
+      const system: Message = {
         role: 'system',
         content: parts.map((block, i) => {
           if (!isObject(block) || block.type !== 'text') throw errors.invalidField(`${at}.content[${i}]`, 'must be a text block');
           return textBlock(block, `${at}.content[${i}]`);
         }),
-      });
+      };
+      if (inlineSystem) system.inline = true;
+      out.push(system);
       return;
     }
     if (raw.role !== 'user' && raw.role !== 'assistant') throw errors.invalidField(`${at}.role`, 'must be user, assistant or system');
@@ -143,6 +171,7 @@ function decodeTurns(value: unknown): Message[] {
     if (typeof raw.content !== 'string' && !Array.isArray(raw.content)) throw errors.invalidField(`${at}.content`, 'must be a string or an array of content blocks');
     if (raw.role === 'assistant') {
       const content: TextPart[] = [];
+      const reasoning: ReasoningBlock[] = [];
       const toolCalls: { id: string; name: string; arguments: string }[] = [];
       blocks.forEach((block, i) => {
         const blockAt = `${at}.content[${i}]`;
@@ -154,11 +183,21 @@ function decodeTurns(value: unknown): Message[] {
           if (!isObject(block.input)) throw errors.invalidField(`${blockAt}.input`, 'must be an object');
           toolCalls.push({ id: block.id, name: block.name, arguments: JSON.stringify(block.input) });
           calls.add(block.id);
-        } else if (block.type === 'thinking' || block.type === 'redacted_thinking') {
-          // Earlier reasoning, replayed by the client: not part of the canonical history.
-        } else throw errors.invalidField(`${blockAt}.type`, 'must be text or tool_use (or thinking)');
+        } else if (block.type === 'thinking') {
+          // Earlier reasoning, replayed: Claude's own (signed) goes back to Claude; the gateway's
+          // blocks of another family's reasoning are marked so and dropped for Claude.
+          if (typeof block.thinking !== 'string') throw errors.invalidField(`${blockAt}.thinking`, 'must be a string');
+          if (typeof block.signature !== 'string') throw errors.invalidField(`${blockAt}.signature`, 'must be a string');
+          const foreign = block.signature.startsWith(FOREIGN_SIGNATURE) ? block.signature.slice(FOREIGN_SIGNATURE.length) : undefined;
+          reasoning.push(foreign === 'openai' || foreign === 'gemini' ? { family: foreign, text: block.thinking } : { family: 'anthropic', text: block.thinking, signature: block.signature });
+        } else if (block.type === 'redacted_thinking') {
+          if (typeof block.data !== 'string') throw errors.invalidField(`${blockAt}.data`, 'must be a string');
+          reasoning.push({ family: 'anthropic', text: '', redacted: block.data });
+        } else throw errors.invalidField(`${blockAt}.type`, 'must be text, tool_use, thinking or redacted_thinking');
       });
-      out.push({ role: 'assistant', content, toolCalls });
+      const turn: Message = { role: 'assistant', content, toolCalls };
+      if (reasoning.length > 0) turn.reasoning = reasoning;
+      out.push(turn);
       return;
     }
     const content: ContentPart[] = [];
@@ -227,4 +266,28 @@ function decodeToolChoice(value: unknown, tools: ToolDefinition[] | undefined, d
   }
   draft.toolChoice = choice;
   if (value.disable_parallel_tool_use === true) draft.parallelToolCalls = false;
+}
+
+/**
+ * `thinking`: {type: "enabled", budget_tokens} (at least 1024, as Claude requires; a budget
+ * not below max_tokens is lowered under it per target), {type: "adaptive"} or {type: "disabled"}; `display` and other fields pass on to
+ * Claude as written. Each family maps it to its own control (providers/), lowering the budget
+ * to the target's cap.
+ */
+function decodeThinking(value: unknown): ReasoningRequest | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (!isObject(value)) throw errors.invalidField('thinking', 'must be an object such as {"type": "enabled", "budget_tokens": 2048}');
+  switch (value.type) {
+    case 'disabled':
+      return undefined;
+    case 'adaptive':
+      return { adaptive: true, summary: value.display !== 'omitted', anthropic: value };
+    case 'enabled': {
+      const budget = value.budget_tokens;
+      if (typeof budget !== 'number' || !Number.isSafeInteger(budget) || budget < 1024) throw errors.invalidField('thinking.budget_tokens', 'must be an integer of at least 1024');
+      return { budgetTokens: budget, summary: value.display !== 'omitted', anthropic: value };
+    }
+    default:
+      throw errors.invalidField('thinking.type', 'must be enabled, adaptive or disabled');
+  }
 }

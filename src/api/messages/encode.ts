@@ -1,4 +1,4 @@
-import type { ChatResult, FinishReason, GatewayStreamEvent, Usage } from '../../core/canonical.js';
+import type { ChatResult, FinishReason, GatewayStreamEvent, ReasoningBlock, Usage } from '../../core/canonical.js';
 import type { GatewayError } from '../../core/errors.js';
 import type { SseFrame, StreamEncoder } from '../inference.js';
 
@@ -7,6 +7,21 @@ import type { SseFrame, StreamEncoder } from '../inference.js';
 export interface MessagesEncodeMeta {
   id: string;
   model: string;
+  /** The prompt's usage for message_start: the upstream's when it gave it first, else the gateway's count. */
+  promptUsage?: Usage;
+}
+
+/**
+ * The signature of a thinking block that did not come from Claude (a Gemini thought summary,
+ * an OpenAI-compatible reasoning text): `gateway:<family>`, so that when a client sends the
+ * block back the gateway knows whose it is (Claude gets only its own, signed blocks).
+ */
+export const FOREIGN_SIGNATURE = 'gateway:';
+
+/** A reasoning block as the messages format's thinking (or redacted_thinking) block. */
+export function thinkingBlock(block: ReasoningBlock): Record<string, unknown> {
+  if (block.redacted !== undefined) return { type: 'redacted_thinking', data: block.redacted };
+  return { type: 'thinking', thinking: block.text, signature: block.family === 'anthropic' ? (block.signature ?? '') : `${FOREIGN_SIGNATURE}${block.family}` };
 }
 
 type StopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use' | 'refusal';
@@ -44,7 +59,7 @@ function parseInput(args: string): unknown {
 }
 
 export function encodeMessage(result: ChatResult, usage: Usage, meta: MessagesEncodeMeta) {
-  const content: Record<string, unknown>[] = [];
+  const content: Record<string, unknown>[] = (result.reasoning ?? []).map(thinkingBlock);
   if (result.text !== '') content.push({ type: 'text', text: result.text, citations: null });
   for (const call of result.toolCalls) content.push({ type: 'tool_use', id: call.id, name: call.name, input: parseInput(call.arguments) });
   return {
@@ -74,12 +89,15 @@ export function encodeMessagesError(error: GatewayError) {
 /**
  * Named events in Anthropic's order: message_start, then per block content_block_start,
  * deltas and content_block_stop (indices 0, 1, 2 … in order; a ping after the first start),
- * then message_delta (stop reason, final usage) and message_stop. Usage is only known at the
- * end, so message_start carries zeros and message_delta the whole count, input included.
+ * then message_delta (stop reason, final usage) and message_stop. message_start states the
+ * prompt's usage (the upstream's own figures when it gave them before the first content,
+ * else the gateway's count: clients show it as the context used); message_delta carries the
+ * final counts, input included. Reasoning comes as thinking blocks (thinking_delta, then a
+ * signature_delta) or redacted_thinking blocks.
  */
 export class MessagesStreamEncoder implements StreamEncoder {
   private blockIndex = -1;
-  private open: { kind: 'text' } | { kind: 'tool'; toolIndex: number } | undefined;
+  private open: { kind: 'text' } | { kind: 'thinking'; family: ReasoningBlock['family'] } | { kind: 'tool'; toolIndex: number } | undefined;
   /** Each tool call's block, so every argument fragment lands in its own call's block. */
   private readonly toolBlocks = new Map<number, number>();
   private pinged = false;
@@ -99,7 +117,7 @@ export class MessagesStreamEncoder implements StreamEncoder {
           content: [],
           stop_reason: null,
           stop_sequence: null,
-          usage: { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
+          usage: this.meta.promptUsage ? encodeMessagesUsage(this.meta.promptUsage) : { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
         },
       }),
     ];
@@ -112,6 +130,24 @@ export class MessagesStreamEncoder implements StreamEncoder {
         out.push(frame('content_block_delta', { type: 'content_block_delta', index: this.blockIndex, delta: { type: 'text_delta', text: event.text } }));
         return out;
       }
+      case 'reasoning-delta': {
+        const out = this.open?.kind === 'thinking' ? [] : this.startBlock({ kind: 'thinking', family: event.family }, { type: 'thinking', thinking: '', signature: '' });
+        out.push(frame('content_block_delta', { type: 'content_block_delta', index: this.blockIndex, delta: { type: 'thinking_delta', thinking: event.text } }));
+        return out;
+      }
+      case 'reasoning-end': {
+        if (event.redacted !== undefined) {
+          const out = this.startBlock(undefined, { type: 'redacted_thinking', data: event.redacted });
+          out.push(frame('content_block_stop', { type: 'content_block_stop', index: this.blockIndex }));
+          return out;
+        }
+        const out = this.open?.kind === 'thinking' ? [] : this.startBlock({ kind: 'thinking', family: event.family }, { type: 'thinking', thinking: '', signature: '' });
+        out.push(...this.closeBlock(event.signature));
+        return out;
+      }
+      case 'prompt-usage':
+      case 'native':
+        return [];
       case 'tool-call-start': {
         const out = this.startBlock({ kind: 'tool', toolIndex: event.index }, { type: 'tool_use', id: event.id, name: event.name, input: {} });
         this.toolBlocks.set(event.index, this.blockIndex);
@@ -139,7 +175,7 @@ export class MessagesStreamEncoder implements StreamEncoder {
     }
   }
 
-  private startBlock(kind: NonNullable<typeof this.open>, block: Record<string, unknown>): SseFrame[] {
+  private startBlock(kind: typeof this.open, block: Record<string, unknown>): SseFrame[] {
     const out = this.closeBlock();
     this.blockIndex += 1;
     this.open = kind;
@@ -151,10 +187,18 @@ export class MessagesStreamEncoder implements StreamEncoder {
     return out;
   }
 
-  private closeBlock(): SseFrame[] {
-    if (!this.open) return [];
+  /** Closes the open block; a thinking block gets its signature first (the gateway's mark when Claude gave none). */
+  private closeBlock(signature?: string): SseFrame[] {
+    const open = this.open;
+    if (!open) return [];
     this.open = undefined;
-    return [frame('content_block_stop', { type: 'content_block_stop', index: this.blockIndex })];
+    const out: SseFrame[] = [];
+    if (open.kind === 'thinking') {
+      const value = open.family === 'anthropic' && signature !== undefined ? signature : `${FOREIGN_SIGNATURE}${open.family}`;
+      out.push(frame('content_block_delta', { type: 'content_block_delta', index: this.blockIndex, delta: { type: 'signature_delta', signature: value } }));
+    }
+    out.push(frame('content_block_stop', { type: 'content_block_stop', index: this.blockIndex }));
+    return out;
   }
 }
 

@@ -1,13 +1,18 @@
-import type { ContentPart, Message, ResponseFormat, TextPart, ToolCall, ToolChoice, ToolDefinition } from '../../core/canonical.js';
+import type { AssistantMessage, ContentPart, Message, ReasoningBlock, ReasoningRequest, ResponseFormat, TextPart, ToolCall, ToolChoice, ToolDefinition } from '../../core/canonical.js';
 import { errors } from '../../core/errors.js';
 import type { ChatDraft } from '../../core/gateway/chat.js';
 import { isObject, optionalModelList, optionalNumberIn, requiredModel, type JsonObject } from '../../core/validate.js';
 import { imageSource } from '../chat/decode.js';
+import { unpackReasoning } from './reasoning.js';
+import { callName, decodeResponsesTools, type ToolOrigin } from './tools.js';
 
 /**
  * OpenAI Responses request (stateless) → canonical draft. Pure. `instructions` become the
- * first system message; consecutive `function_call` items join one assistant turn; a
- * `previous_response_id` or a conversation is refused (the gateway keeps no state).
+ * first system message (Codex sends none: its instructions are `developer` messages);
+ * consecutive `function_call` items join one assistant turn; reasoning items go with the turn
+ * they precede; a `previous_response_id` or a conversation is refused (the gateway keeps no
+ * state). The client's body rides along as `native`, for an upstream that takes the format
+ * itself.
  */
 
 export interface DecodedResponsesRequest {
@@ -24,16 +29,28 @@ export interface ResponsesEcho {
   parallelToolCalls: boolean;
   toolChoice: unknown;
   tools: unknown[];
-  text: { format: Record<string, unknown> };
+  text: Record<string, unknown>;
   metadata: Record<string, string>;
+  reasoning: { effort: string | null; summary: string | null };
+  store: boolean;
+  /** Flattened tool names → what the client offered (namespace functions, custom tools). */
+  toolOrigins: Map<string, ToolOrigin>;
+  /** `include` asked for `reasoning.encrypted_content`. */
+  encryptedReasoning: boolean;
 }
 
-/** Accepted and acted on, or accepted as meaningless to a stateless gateway. */
+/**
+ * Accepted and acted on, or accepted as meaningless to a stateless gateway that passes no
+ * cache keys on (store, include, prompt_cache_key, client_metadata, service_tier, truncation
+ * ...: an upstream that takes the format natively gets them as they are).
+ */
 const MAPPED = new Set([
   'model', 'input', 'instructions', 'max_output_tokens', 'temperature', 'top_p', 'tools', 'tool_choice', 'text', 'parallel_tool_calls', 'metadata', 'stream', 'store', 'user',
-  'previous_response_id', 'conversation', 'background', 'models',
+  'previous_response_id', 'conversation', 'background', 'models', 'reasoning', 'include', 'prompt_cache_key', 'prompt_cache_retention', 'client_metadata', 'service_tier',
+  'safety_identifier', 'truncation', 'stream_options',
 ]);
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+const EFFORTS = ['minimal', 'low', 'medium', 'high'] as const;
 
 export function decodeResponsesRequest(raw: unknown): DecodedResponsesRequest {
   if (!isObject(raw)) throw errors.bodyNotObject();
@@ -53,6 +70,7 @@ export function decodeResponsesRequest(raw: unknown): DecodedResponsesRequest {
   messages.push(...decodeInput(body.input));
 
   const draft: ChatDraft = { model, messages, stream: body.stream === true, maxTokensField: 'max_output_tokens' };
+  const include = decodeInclude(body.include);
   const echo: ResponsesEcho = {
     instructions,
     maxOutputTokens: null,
@@ -63,6 +81,10 @@ export function decodeResponsesRequest(raw: unknown): DecodedResponsesRequest {
     tools: [],
     text: { format: { type: 'text' } },
     metadata: {},
+    reasoning: { effort: null, summary: null },
+    store: body.store === true,
+    toolOrigins: new Map(),
+    encryptedReasoning: include.includes('reasoning.encrypted_content'),
   };
   if (body.max_output_tokens !== undefined && body.max_output_tokens !== null) {
     if (typeof body.max_output_tokens !== 'number' || !Number.isSafeInteger(body.max_output_tokens) || body.max_output_tokens < 1) {
@@ -82,10 +104,13 @@ export function decodeResponsesRequest(raw: unknown): DecodedResponsesRequest {
     if (typeof body.parallel_tool_calls !== 'boolean') throw errors.invalidField('parallel_tool_calls', 'must be true or false');
     draft.parallelToolCalls = echo.parallelToolCalls = body.parallel_tool_calls;
   }
-  const tools = decodeTools(body.tools);
-  if (tools) {
-    draft.tools = tools;
+  const decoded = decodeResponsesTools(body.tools);
+  const tools = decoded?.definitions;
+  if (decoded) {
+    if (decoded.definitions.length > 0) draft.tools = decoded.definitions;
+    if (decoded.dropped.length > 0) draft.droppedTools = decoded.dropped;
     echo.tools = body.tools as unknown[];
+    echo.toolOrigins = decoded.origins;
   }
   const choice = decodeToolChoice(body.tool_choice, tools);
   if (choice) {
@@ -93,9 +118,12 @@ export function decodeResponsesRequest(raw: unknown): DecodedResponsesRequest {
     echo.toolChoice = body.tool_choice;
   }
   const format = decodeTextFormat(body.text);
-  if (format) {
-    draft.responseFormat = format;
-    echo.text = { format: body.text && isObject(body.text) && isObject(body.text.format) ? body.text.format : { type: 'text' } };
+  if (format) draft.responseFormat = format;
+  if (isObject(body.text)) echo.text = { ...body.text, format: isObject(body.text.format) ? body.text.format : { type: 'text' } };
+  const reasoning = decodeReasoning(body.reasoning);
+  if (reasoning) {
+    draft.reasoning = reasoning.request;
+    echo.reasoning = reasoning.echo;
   }
   echo.metadata = decodeMetadata(body.metadata);
   const fallbacks = optionalModelList(body);
@@ -104,6 +132,7 @@ export function decodeResponsesRequest(raw: unknown): DecodedResponsesRequest {
   // Fields of the Responses wire that no upstream family takes: named as ignored.
   const ignored = Object.keys(body).filter((key) => !MAPPED.has(key) && body[key] !== undefined && body[key] !== null);
   if (ignored.length > 0) draft.ignoredParams = ignored;
+  draft.native = nativeBody(body);
   return { draft, echo };
 }
 
@@ -125,41 +154,114 @@ function decodeInput(value: unknown): Message[] {
   if (!Array.isArray(value) || value.length === 0) throw errors.invalidField('input', 'must be a string or a non-empty array of input items');
   const out: Message[] = [];
   const calls = new Set<string>();
+  /** Reasoning items wait for the model turn they belong to (the next assistant message or call). */
+  let reasoning: ReasoningBlock[] = [];
+  const assistantTurn = (): AssistantMessage => {
+    const last = out.at(-1);
+    // A model turn with several calls arrives as consecutive items: one assistant turn.
+    if (last?.role === 'assistant' && reasoning.length === 0) return last;
+    const turn: AssistantMessage = { role: 'assistant', content: [], toolCalls: [] };
+    if (reasoning.length > 0) turn.reasoning = reasoning;
+    reasoning = [];
+    out.push(turn);
+    return turn;
+  };
+  const addCall = (call: ToolCall): void => {
+    calls.add(call.id);
+    assistantTurn().toolCalls.push(call);
+  };
   value.forEach((raw, index) => {
     const at = `input[${index}]`;
     if (!isObject(raw)) throw errors.invalidField(at, 'must be an object');
     const type = raw.type ?? (raw.role !== undefined ? 'message' : undefined);
     switch (type) {
-      case 'message':
-        out.push(decodeMessageItem(raw, at));
+      case 'message': {
+        const message = decodeMessageItem(raw, at);
+        if (message.role === 'assistant') {
+          const turn = assistantTurn();
+          if (turn.toolCalls.length > 0) out.push(message);
+          else turn.content.push(...message.content);
+        } else out.push(message);
         break;
+      }
       case 'function_call': {
         if (typeof raw.call_id !== 'string' || raw.call_id === '') throw errors.invalidField(`${at}.call_id`, 'must be a non-empty string');
         if (typeof raw.name !== 'string' || raw.name === '') throw errors.invalidField(`${at}.name`, 'must be a non-empty string');
         if (typeof raw.arguments !== 'string') throw errors.invalidField(`${at}.arguments`, 'must be a string of JSON');
-        const call: ToolCall = { id: raw.call_id, name: raw.name, arguments: raw.arguments };
-        calls.add(call.id);
-        const last = out.at(-1);
-        // A model turn with several calls arrives as consecutive items: one assistant turn.
-        if (last?.role === 'assistant') last.toolCalls.push(call);
-        else out.push({ role: 'assistant', content: [], toolCalls: [call] });
+        addCall({ id: raw.call_id, name: callName(raw.name, raw.namespace), arguments: raw.arguments });
         break;
       }
-      case 'function_call_output': {
-        if (typeof raw.call_id !== 'string' || !calls.has(raw.call_id)) throw errors.invalidField(`${at}.call_id`, 'must be the call_id of an earlier function_call item');
+      case 'custom_tool_call': {
+        if (typeof raw.call_id !== 'string' || raw.call_id === '') throw errors.invalidField(`${at}.call_id`, 'must be a non-empty string');
+        if (typeof raw.name !== 'string' || raw.name === '') throw errors.invalidField(`${at}.name`, 'must be a non-empty string');
+        if (typeof raw.input !== 'string') throw errors.invalidField(`${at}.input`, 'must be a string');
+        addCall({ id: raw.call_id, name: raw.name, arguments: JSON.stringify({ input: raw.input }) });
+        break;
+      }
+      case 'function_call_output':
+      case 'custom_tool_call_output': {
+        if (typeof raw.call_id !== 'string' || !calls.has(raw.call_id)) throw errors.invalidField(`${at}.call_id`, `must be the call_id of an earlier ${type === 'function_call_output' ? 'function_call' : 'custom_tool_call'} item`);
         out.push({ role: 'tool', toolCallId: raw.call_id, content: outputContent(raw.output, `${at}.output`) });
         break;
       }
       case 'reasoning':
-        // Earlier reasoning replayed by the client: not part of the canonical history.
+        reasoning.push(...reasoningBlocks(raw, at));
         break;
       case 'item_reference':
         throw errors.invalidField(`${at}.type`, 'item references are not supported: this gateway keeps no items, send them inline');
+      case 'web_search_call':
+      case 'file_search_call':
+      case 'code_interpreter_call':
+      case 'image_generation_call':
+      case 'local_shell_call':
+      case 'local_shell_call_output':
+      case 'tool_search_call':
+      case 'tool_search_output':
+      case 'mcp_call':
+      case 'mcp_list_tools':
+      case 'computer_call':
+      case 'computer_call_output':
+      case 'compaction':
+        // A hosted tool's record: meaningful to an upstream that runs it (sent natively), not to another family.
+        break;
       default:
-        throw errors.invalidField(`${at}.type`, 'must be message, function_call or function_call_output');
+        throw errors.invalidField(`${at}.type`, 'must be message, function_call, function_call_output, custom_tool_call, custom_tool_call_output or reasoning');
     }
   });
   return out;
+}
+
+/**
+ * A reasoning item replayed: the gateway's packed blocks (Claude's thinking, see reasoning.ts)
+ * become the turn's reasoning; OpenAI's own encrypted content and bare summaries are for
+ * OpenAI only (an upstream taking the format natively gets them in the body).
+ */
+function reasoningBlocks(raw: JsonObject, at: string): ReasoningBlock[] {
+  if (raw.encrypted_content !== undefined && raw.encrypted_content !== null && typeof raw.encrypted_content !== 'string') throw errors.invalidField(`${at}.encrypted_content`, 'must be a string');
+  if (raw.summary !== undefined && !Array.isArray(raw.summary)) throw errors.invalidField(`${at}.summary`, 'must be an array of summary_text parts');
+  return typeof raw.encrypted_content === 'string' ? (unpackReasoning(raw.encrypted_content) ?? []) : [];
+}
+
+function decodeInclude(value: unknown): string[] {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value) || value.some((item) => typeof item !== 'string')) throw errors.invalidField('include', 'must be an array of strings');
+  return value as string[];
+}
+
+/** `reasoning: {effort, summary}`: an effort, and whether a summary comes back ("auto", "concise", "detailed"; "none" or absent: no). */
+function decodeReasoning(value: unknown): { request: ReasoningRequest; echo: ResponsesEcho['reasoning'] } | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (!isObject(value)) throw errors.invalidField('reasoning', 'must be an object such as {"effort": "medium", "summary": "auto"}');
+  const effort = value.effort ?? null;
+  if (effort !== null && effort !== 'none' && !(EFFORTS as readonly unknown[]).includes(effort)) throw errors.invalidField('reasoning.effort', 'must be none, minimal, low, medium or high');
+  const summary = value.summary ?? value.generate_summary ?? null;
+  if (summary !== null && typeof summary !== 'string') throw errors.invalidField('reasoning.summary', 'must be auto, concise, detailed or none');
+  const echo = { effort: typeof effort === 'string' ? effort : null, summary: typeof summary === 'string' ? summary : null };
+  if (effort === 'none') return { request: {}, echo };
+  const request: ReasoningRequest = {};
+  if (typeof effort === 'string') request.effort = effort as (typeof EFFORTS)[number];
+  if (typeof summary === 'string' && summary !== 'none') request.summary = true;
+  return request.effort || request.summary ? { request, echo } : { request: {}, echo };
 }
 
 function decodeMessageItem(raw: JsonObject, at: string): Message {
@@ -209,33 +311,15 @@ function outputContent(value: unknown, at: string): ContentPart[] {
   throw errors.invalidField(at, 'must be a string or an array of input_text / input_image parts');
 }
 
-function decodeTools(value: unknown): ToolDefinition[] | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (!Array.isArray(value)) throw errors.invalidField('tools', 'must be an array of function tools');
-  const names = new Set<string>();
-  return value.map((raw, index) => {
-    const at = `tools[${index}]`;
-    if (!isObject(raw)) throw errors.invalidField(at, 'must be an object');
-    if (raw.type !== 'function') throw errors.invalidField(`${at}.type`, `only function tools are supported (got ${String(raw.type)})`);
-    if (isObject(raw.function)) throw errors.invalidField(`${at}.name`, 'Responses tools are flat: {"type": "function", "name", "parameters"}, not the chat-completions nested function');
-    if (typeof raw.name !== 'string' || !TOOL_NAME.test(raw.name)) throw errors.invalidField(`${at}.name`, 'must be 1-64 characters of a-z, A-Z, 0-9, _ and -');
-    if (names.has(raw.name)) throw errors.invalidField(`${at}.name`, `duplicate tool name '${raw.name}'`);
-    names.add(raw.name);
-    if (raw.parameters !== undefined && raw.parameters !== null && !isObject(raw.parameters)) throw errors.invalidField(`${at}.parameters`, 'must be a JSON Schema object');
-    const tool: ToolDefinition = { name: raw.name, parameters: isObject(raw.parameters) ? raw.parameters : { type: 'object', properties: {} } };
-    if (typeof raw.description === 'string') tool.description = raw.description;
-    if (typeof raw.strict === 'boolean') tool.strict = raw.strict;
-    return tool;
-  });
-}
-
 function decodeToolChoice(value: unknown, tools: ToolDefinition[] | undefined): ToolChoice | undefined {
   if (value === undefined || value === null) return undefined;
   if (value === 'auto' || value === 'none' || value === 'required') return { type: value };
-  if (isObject(value) && value.type === 'function' && typeof value.name === 'string') {
-    if (!tools?.some((tool) => tool.name === value.name)) throw errors.invalidField('tool_choice.name', `names the function '${value.name}', which is not in tools`);
+  if (isObject(value) && (value.type === 'function' || value.type === 'custom') && typeof value.name === 'string') {
+    if (!tools?.some((tool) => tool.name === value.name)) throw errors.invalidField('tool_choice.name', `names the tool '${value.name}', which is not in tools`);
     return { type: 'tool', name: value.name };
   }
+  // Hosted tools and allowed-tools lists: the model may call any tool it was given.
+  if (isObject(value) && typeof value.type === 'string') return { type: value.type === 'allowed_tools' && value.mode === 'required' ? 'required' : 'auto' };
   throw errors.invalidField('tool_choice', 'must be "auto", "none", "required" or {"type": "function", "name"}');
 }
 
@@ -256,4 +340,21 @@ function decodeTextFormat(value: unknown): ResponseFormat | undefined {
     return out;
   }
   throw errors.invalidField('text.format.type', 'must be text, json_object or json_schema');
+}
+
+/**
+ * The body as an upstream taking the format natively gets it: without the gateway's `models`,
+ * and without the reasoning items the gateway packed for another family (OpenAI would refuse
+ * their encrypted content). What the canonical form leaves out is measured for the hold.
+ */
+function nativeBody(body: JsonObject): NonNullable<ChatDraft['native']> {
+  const { models: _fallbacks, ...native } = body;
+  let extraBytes = 0;
+  if (Array.isArray(native.tools)) for (const tool of native.tools) if (isObject(tool) && typeof tool.type === 'string' && !['function', 'custom', 'namespace'].includes(tool.type)) extraBytes += JSON.stringify(tool).length;
+  if (Array.isArray(native.input)) {
+    const input = native.input.filter((item) => !(isObject(item) && item.type === 'reasoning' && typeof item.encrypted_content === 'string' && unpackReasoning(item.encrypted_content) !== undefined));
+    for (const item of input) if (isObject(item) && typeof item.encrypted_content === 'string') extraBytes += item.encrypted_content.length;
+    if (input.length !== native.input.length) native.input = input;
+  }
+  return { format: 'responses', body: native, extraBytes };
 }

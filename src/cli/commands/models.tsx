@@ -26,7 +26,7 @@ export function registerModelCommands(program: Command, io: Io): void {
           rows={rows}
           empty="no models"
           columns={[
-            { title: 'MODEL', value: (m) => m.id },
+            { title: 'MODEL', value: (m) => (m.alias_of ? `${m.id} → ${m.alias_of}` : m.id) },
             { title: 'TYPE', value: (m) => m.type },
             { title: 'CONTEXT', value: (m) => (m.context_window === null ? '' : String(m.context_window)), align: 'right' },
             { title: 'INPUT/1M', value: (m) => priceText(m)[0], align: 'right' },

@@ -48,6 +48,8 @@ export interface UsageView {
   api_key_id: string | null;
   api_key_name: string | null;
   model: string;
+  /** The alias the client named the model by (absent from daemons before aliases; null: named directly). */
+  requested_model?: string | null;
   provider: string;
   endpoint: string;
   stream: boolean;
@@ -77,6 +79,8 @@ export interface CatalogModelView {
   provider: string;
   type: string;
   context_window: number | null;
+  /** An alias's target (`aliases:`); absent on models. */
+  alias_of?: string;
   pricing: { input_per_1m: number | null; output_per_1m: number | null; per_image: number | null; per_minute: number | null; input_per_1m_chars: number | null };
 }
 

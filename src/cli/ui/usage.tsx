@@ -11,7 +11,8 @@ export const USAGE_COLUMNS: Column<UsageView>[] = [
   { title: 'TIME', value: (u) => u.created_at.slice(11, 19) },
   { title: 'ACCOUNT', value: (u) => u.account_email ?? u.account_id },
   { title: 'KEY', value: (u) => u.api_key_name ?? u.api_key_id ?? '' },
-  { title: 'MODEL', value: (u) => u.model },
+  // An alias the client used shows before the model it stands for (`claude-haiku-5-5 → openai/gpt-4o-mini`).
+  { title: 'MODEL', value: (u) => (u.requested_model ? `${u.requested_model} → ${u.model}` : u.model) },
   { title: 'IN', value: (u) => (u.unit === 'tokens' || u.unit === undefined ? String(u.input_tokens) : unitsText(u)), align: 'right' },
   { title: 'OUT', value: (u) => (u.unit === 'tokens' || u.unit === undefined ? String(u.output_tokens) : ''), align: 'right' },
   { title: 'COST', value: (u) => inr(u.cost), align: 'right' },

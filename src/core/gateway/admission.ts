@@ -26,6 +26,12 @@ export interface AdmissionInput {
   requestedMaxTokens: number | undefined;
   /** What the client's format calls that limit, to name it in errors. */
   maxTokensField: string;
+  /**
+   * A requested limit above the model's output limit is lowered to it (the answer says so in
+   * `x-gateway-max-tokens-clamped`) instead of refused with 400; the hold is priced at the
+   * lowered limit. Each model a call is admitted at (its fallbacks too) clamps to its own.
+   */
+  clampMaxTokens?: boolean;
   /** A fallback of a call already admitted: takes no rate-limit slot of its own. */
   unmetered?: boolean;
 }
@@ -54,6 +60,8 @@ export interface Admission {
   rate: RateDecision;
   /** The prompt bound the hold was priced with (the fast bound, or the tight one when it did not fit). */
   promptTokens: number;
+  /** The client's limit when it was lowered to the model's output limit (`maxTokens`): AdmissionInput.clampMaxTokens. */
+  clampedFrom?: number;
 }
 
 /** When the catalog states no output limit, and the client none either. */
@@ -151,16 +159,22 @@ export class Admitter {
 
   private async admitOnce(input: AdmissionInput): Promise<Admission> {
     const modelMax = input.model.maxOutputTokens;
-    if (input.requestedMaxTokens !== undefined && modelMax !== undefined && input.requestedMaxTokens > modelMax) {
-      throw new GatewayError({
-        status: 400,
-        type: 'invalid_request_error',
-        reason: 'invalid_field',
-        param: input.maxTokensField,
-        message: `${input.maxTokensField}: must be at most ${modelMax} for ${input.model.id}`,
-      });
+    let requested = input.requestedMaxTokens;
+    let clampedFrom: number | undefined;
+    if (requested !== undefined && modelMax !== undefined && requested > modelMax) {
+      if (!input.clampMaxTokens) {
+        throw new GatewayError({
+          status: 400,
+          type: 'invalid_request_error',
+          reason: 'invalid_field',
+          param: input.maxTokensField,
+          message: `${input.maxTokensField}: must be at most ${modelMax} for ${input.model.id}`,
+        });
+      }
+      clampedFrom = requested;
+      requested = modelMax;
     }
-    let maxTokens = input.requestedMaxTokens ?? modelMax ?? DEFAULT_MAX_TOKENS;
+    let maxTokens = requested ?? modelMax ?? DEFAULT_MAX_TOKENS;
     const hold: HoldRef = { id: input.requestId, accountId: input.accountId, keyId: input.apiKeyId, amountMicros: 0 };
     // The prompt bound the hold is priced with: the fast byte bound, until it does not fit.
     let promptTokens = input.promptTokens;
@@ -199,7 +213,7 @@ export class Admitter {
       const walletFree = balance - others.account;
       const keyFree = key?.budgetMicros === null || key === undefined ? Number.POSITIVE_INFINITY : key.budgetMicros - key.spentMicros - others.key;
       const free = Math.min(walletFree, keyFree);
-      if (hold.amountMicros <= free) return { hold, maxTokens, rate, promptTokens };
+      if (hold.amountMicros <= free) return clampedFrom === undefined ? { hold, maxTokens, rate, promptTokens } : { hold, maxTokens, rate, promptTokens, clampedFrom };
       await this.holds.release(hold);
       if (!drained && (drained = this.store.barrier.pass())) {
         attempt -= 1;
@@ -216,7 +230,7 @@ export class Admitter {
       }
 
       const affordable = Math.min(affordableOutputTokens(input.model.pricing, promptTokens, free, input.cacheWrites), modelMax ?? Number.MAX_SAFE_INTEGER);
-      if (input.requestedMaxTokens === undefined && affordable >= 1 && attempt === 0) {
+      if (requested === undefined && affordable >= 1 && attempt === 0) {
         maxTokens = affordable;
         continue;
       }
@@ -239,7 +253,7 @@ export class Admitter {
 }
 
 /** The shared limits store (Redis) failed: refuse rather than admit unchecked. */
-async function refuseWhenLimitsFail(admit: () => Promise<Admission>): Promise<Admission> {
+async function refuseWhenLimitsFail<T>(admit: () => Promise<T>): Promise<T> {
   try {
     return await admit();
   } catch (error) {
@@ -253,6 +267,16 @@ async function refuseWhenLimitsFail(admit: () => Promise<Admission>): Promise<Ad
       cause: error,
     });
   }
+}
+
+/**
+ * A slot of the key's rate limit for a request that costs nothing and holds no money
+ * (POST /v1/messages/count_tokens): the same window as a call's, 429 past it.
+ */
+export async function takeRateSlot(limiter: RateLimiter, keyId: string, limit: number, requestId: string): Promise<RateDecision> {
+  const rate = await refuseWhenLimitsFail(() => limiter.check(keyId, limit, requestId));
+  if (!rate.allowed) throw rateLimited(rate);
+  return rate;
 }
 
 /** An empty wallet pays for nothing, not even a free model's call; a key past its budget neither. */
@@ -280,7 +304,8 @@ function coverage(affordable: number, input: AdmissionInput): string {
   return affordable >= 1 ? `covers at most ${input.maxTokensField}=${affordable} for ${input.model.id}` : `does not cover this prompt on ${input.model.id}`;
 }
 
-function rateLimited(rate: RateDecision): GatewayError {
+/** 429 for a key past its requests per minute, with Retry-After and the x-ratelimit-* headers. */
+export function rateLimited(rate: RateDecision): GatewayError {
   return new GatewayError({
     status: 429,
     type: 'rate_limit_exceeded',

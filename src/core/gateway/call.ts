@@ -1,6 +1,7 @@
 import type { Deployment, ModelConfig, ModelType, ProviderConfig } from '../../config/types.js';
 import type { CallSignal } from '../abort.js';
 import type { CallContext } from '../call-context.js';
+import type { ChatResult, GatewayStreamEvent, Usage } from '../canonical.js';
 import type { Admission } from './admission.js';
 
 export type { CallContext } from '../call-context.js';
@@ -52,3 +53,33 @@ export interface Routed<Plan, Answer> {
   /** The signal the answer is still read under (aborted when the client leaves). */
   signal: CallSignal;
 }
+
+export interface ChatOutcome {
+  result: ChatResult;
+  usage: Usage;
+  /** The model that served (the one asked for, or a fallback). */
+  model: ModelConfig;
+  costMicros: number;
+  headers: Record<string, string>;
+}
+
+export interface ChatStreamOutcome {
+  model: ModelConfig;
+  headers: Record<string, string>;
+  /**
+   * Deltas as they arrive, then (after settlement) `usage` and `finish`, or one `error`: in
+   * batches, one per upstream read (the parts that read carried, never held for a later one),
+   * so that the ingress writes them to the client in one write, as a byte pipe would.
+   */
+  events: AsyncGenerator<GatewayStreamEvent[], void, undefined>;
+  /** The prompt's usage as the upstream reported it before the first content (Anthropic does), if it did. */
+  promptUsage?: Usage;
+  /** The gateway's count of the prompt (its calibrated tokenizer), for a format that states it up front. */
+  estimatePrompt(): Promise<Usage>;
+  /**
+   * The upstream answered in the ingress's own format (`ChatRequest.native`): the stream's
+   * `native` parts are the answer, relayed as they are; the canonical parts are bookkeeping.
+   */
+  native: boolean;
+}
+

@@ -6,7 +6,7 @@ import type { CacheHit, ResponseCache } from '../cache/response-cache.js';
 import { formatMicros } from '../money.js';
 import { costMicros } from '../pricing.js';
 import { rateHeaders, type Admission, type Admitter } from './admission.js';
-import type { CallContext } from './call.js';
+import type { CallContext, ChatStreamOutcome } from './call.js';
 import type { CallPipeline } from './pipeline.js';
 import type { CacheRecord, Metered, SettledCall } from './settlement.js';
 
@@ -53,7 +53,7 @@ export class ChatCacheHits {
    * usage and finish (billed before the last bytes, as any call). A client that leaves
    * before the end is not charged.
    */
-  async stream(model: ModelConfig, hit: CacheHit, ctx: CallContext): Promise<{ model: ModelConfig; headers: Record<string, string>; events: AsyncGenerator<GatewayStreamEvent[], void, undefined> }> {
+  async stream(model: ModelConfig, hit: CacheHit, ctx: CallContext): Promise<ChatStreamOutcome> {
     const served = await this.admit(model, hit, ctx);
     const { answer } = hit;
     const translation = this.translation;
@@ -79,7 +79,8 @@ export class ChatCacheHits {
         }
       }
     }
-    return { model, headers: served.headers, events: replay() };
+    const promptUsage: Usage = { ...answer.usage, outputTokens: 0, reasoningTokens: 0 };
+    return { model, headers: served.headers, events: replay(), promptUsage, estimatePrompt: () => Promise.resolve(promptUsage), native: false };
   }
 
   /** Rate limit, key budget and wallet for a hit, with a hold of exactly its charge. */
@@ -123,6 +124,7 @@ export class ChatCacheHits {
       startedAt: ctx.startedAt,
       hold: hit.admission.hold,
       cache: hit.record,
+      requestedModel: ctx.requestedModel,
     });
   }
 }

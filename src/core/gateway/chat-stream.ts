@@ -16,9 +16,15 @@ import { CallAborted, GatewayError, isGatewayError } from '../errors.js';
 /** What a stream carried so far: for billing (usage, or text to count) and for the response cache. */
 export class StreamMeter {
   usage: Usage | undefined;
+  /** The prompt's usage, when the upstream reported it before the first content. */
+  promptUsage: Usage | undefined;
   finish: StreamPart | undefined;
   text = '';
   toolText = '';
+  /** Reasoning text relayed (billed as output when the upstream reports no usage). */
+  reasoningText = '';
+  /** Whether any content (text, a tool call, reasoning) was relayed: what ends the hold. */
+  content = false;
   readonly toolCalls: ToolCall[] = [];
 
   /** `keep`: collect the tool calls whole (the call may be stored in the response cache). */
@@ -33,14 +39,29 @@ export class StreamMeter {
       case 'finish':
         this.finish = part;
         return undefined;
+      case 'prompt-usage':
+        this.promptUsage = part.usage;
+        return undefined;
+      case 'native':
+        return part;
+      case 'reasoning-delta':
+        this.content = true;
+        this.reasoningText += part.text;
+        return part;
+      case 'reasoning-end':
+        this.content = true;
+        return part;
       case 'text-delta':
+        this.content = true;
         this.text += part.text;
         return part;
       case 'tool-call-start':
+        this.content = true;
         this.toolText += part.name;
         if (this.keep) this.toolCalls[part.index] = { id: part.id, name: part.name, arguments: '' };
         return part;
       case 'tool-call-delta': {
+        this.content = true;
         this.toolText += part.argumentsDelta;
         const call = this.keep ? this.toolCalls[part.index] : undefined;
         if (call) call.arguments += part.argumentsDelta;
@@ -65,8 +86,8 @@ export interface HeldStream {
 }
 
 /**
- * Reads the upstream stream until its first content part (text or a tool call; a role-only
- * chunk is none), or its end. A failure until then is thrown (classified), for the attempt
+ * Reads the upstream stream until its first content part (text, a tool call or reasoning; a
+ * role-only chunk or a native stream's opening events are none), or its end. A failure until then is thrown (classified), for the attempt
  * loop to retry.
  */
 export async function holdStream(response: UpstreamResponse, family: ProviderFamily, request: ChatRequest, provider: ProviderConfig, translation: TranslationContext, keep: boolean, signal: CallSignal): Promise<HeldStream> {
@@ -83,7 +104,7 @@ export async function holdStream(response: UpstreamResponse, family: ProviderFam
         const out = meter.meter(part);
         if (out) first.push(out);
       }
-      if (first.length > 0) return { response, chunks, parser, decoder, meter, provider, first, ended: false };
+      if (meter.content) return { response, chunks, parser, decoder, meter, provider, first, ended: false };
     }
     for (const event of parser.end()) for (const part of decoder.push(event)) if (meter.meter(part)) first.push(part);
     for (const part of decoder.end()) if (meter.meter(part)) first.push(part);

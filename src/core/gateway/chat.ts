@@ -7,7 +7,7 @@ import { classifyUpstreamError, type UpstreamClient } from '../../providers/shar
 import type { TranslationContext, UpstreamRequest } from '../../providers/types.js';
 import type { CallSignal } from '../abort.js';
 import type { ChatDraft } from '../call-context.js';
-import type { ChatRequest, ChatResult, GatewayStreamEvent, Usage } from '../canonical.js';
+import { emptyUsage, type ChatRequest, type ChatResult, type GatewayStreamEvent, type Usage } from '../canonical.js';
 import type { Catalog } from '../catalog.js';
 import { CallAborted, type GatewayError } from '../errors.js';
 import { formatMicros } from '../money.js';
@@ -16,7 +16,7 @@ import type { PromptTokenMargin } from '../tokens.js';
 import { countPromptTokens, countTextTokens, promptTokenBound, promptTokenEstimate } from '../tokens.js';
 import type { CachePlan, ResponseCache } from '../cache/response-cache.js';
 import type { Admission, Admitter } from './admission.js';
-import type { CallContext, CallKind, Routed, Target } from './call.js';
+import type { CallContext, CallKind, ChatOutcome, ChatStreamOutcome, Routed, Target } from './call.js';
 import { ChatCacheHits } from './chat-cache-hits.js';
 import { holdStream, readStream, type HeldStream } from './chat-stream.js';
 import { inlineRemoteImages } from './images.js';
@@ -24,28 +24,8 @@ import { fallbackNames } from './chain.js';
 import type { CallPipeline } from './pipeline.js';
 import { acceptOrThrow } from './upstream-call.js';
 
-export type { CallContext } from './call.js';
+export type { CallContext, ChatOutcome, ChatStreamOutcome } from './call.js';
 export type { ChatDraft } from '../call-context.js';
-
-export interface ChatOutcome {
-  result: ChatResult;
-  usage: Usage;
-  /** The model that served (the one asked for, or a fallback). */
-  model: ModelConfig;
-  costMicros: number;
-  headers: Record<string, string>;
-}
-
-export interface ChatStreamOutcome {
-  model: ModelConfig;
-  headers: Record<string, string>;
-  /**
-   * Deltas as they arrive, then (after settlement) `usage` and `finish`, or one `error`: in
-   * batches, one per upstream read (the parts that read carried, never held for a later one),
-   * so that the ingress writes them to the client in one write, as a byte pipe would.
-   */
-  events: AsyncGenerator<GatewayStreamEvent[], void, undefined>;
-}
 
 /** What a chat attempt needs of its model: the prompt-token margin of the families it is served by. */
 interface ChatPlan {
@@ -113,7 +93,8 @@ export class ChatService {
     const headers = this.headers(routed, draft, call, plan);
     headers['x-gateway-cost-inr'] = formatMicros(record.costMicros);
     // Kept only when the model asked for answered: a fallback's answer is not that model's.
-    if (plan && routed.model === model) this.cache?.save(plan, result, usage, model, ctx.requestId);
+    // A native answer (the upstream's own object) is not kept: the canonical encoders could not replay it.
+    if (plan && routed.model === model && !result.native) this.cache?.save(plan, result, usage, model, ctx.requestId);
     return { result, usage, model: routed.model, costMicros: record.costMicros, headers };
   }
 
@@ -126,15 +107,26 @@ export class ChatService {
     if (!draft.stream) draft = { ...draft, stream: true };
     const routed = await this.pipeline.route(this.kind(draft, ctx, true, plan), ctx, chain);
     const headers = this.headers(routed, draft, routed.answer.call, plan);
-    const keep = plan?.outcome === 'lookup' && routed.model === model ? plan : undefined;
-    return { model: routed.model, headers, events: this.relay(routed, draft as unknown as ChatRequest, ctx, plan, keep) };
+    const native = routed.answer.call.native === true;
+    const keep = plan?.outcome === 'lookup' && routed.model === model && !native ? plan : undefined;
+    const request = draft as unknown as ChatRequest;
+    const outcome: ChatStreamOutcome = {
+      model: routed.model,
+      headers,
+      events: this.relay(routed, request, ctx, plan, keep),
+      estimatePrompt: async () => ({ ...emptyUsage(), inputTokens: await countPromptTokens(request) }),
+      native,
+    };
+    const promptUsage = routed.answer.held.meter.promptUsage;
+    if (promptUsage) outcome.promptUsage = promptUsage;
+    return outcome;
   }
 
   /** The rest of a held stream ► the ingress encoder (which pulls, so backpressure holds), then one settlement. */
   private async *relay(routed: Routed<ChatPlan, StreamAnswer>, request: ChatRequest, ctx: CallContext, plan: CachePlan | undefined, keep: CachePlan | undefined): AsyncGenerator<GatewayStreamEvent[], void, undefined> {
     const { held } = routed.answer;
     const meter = held.meter;
-    const billable = async (): Promise<Usage | undefined> => meter.usage ?? (meter.text || meter.toolText ? estimateUsage(request, meter.text, meter.toolText) : undefined);
+    const billable = async (): Promise<Usage | undefined> => meter.usage ?? (meter.text || meter.toolText || meter.reasoningText ? estimateUsage(request, meter.text + meter.reasoningText, meter.toolText) : undefined);
     let settled = false;
     try {
       const outcome: { failure?: GatewayError } = {};
@@ -178,7 +170,8 @@ export class ChatService {
   private kind(draft: ChatDraft, ctx: CallContext, stream: true, plan: CachePlan | undefined): CallKind<ChatPlan, StreamAnswer>;
   private kind(draft: ChatDraft, ctx: CallContext, stream: false, plan: CachePlan | undefined): CallKind<ChatPlan, ChatAnswer>;
   private kind(draft: ChatDraft, ctx: CallContext, stream: boolean, plan: CachePlan | undefined): CallKind<ChatPlan, ChatAnswer | StreamAnswer> {
-    const fast = promptTokenBound(draft);
+    // A body that may go natively holds for what only the upstream reads, too (hosted tools, encrypted reasoning).
+    const fast = promptTokenBound(draft) + (draft.native?.extraBytes ?? 0);
     const cacheWrites = mayWriteCache(draft);
     const requested = draft.maxTokens;
     // The draft becomes the request in place (hot path: no copy); the service owns the draft
@@ -215,6 +208,7 @@ export class ChatService {
           },
           requestedMaxTokens: requested,
           maxTokensField: draft.maxTokensField ?? 'max_tokens',
+          clampMaxTokens: draft.clampMaxTokens === true || this.config.routing.clampMaxTokens,
         }),
       attempt: async (target: Target, _plan: ChatPlan, admission: Admission, signal: CallSignal) => {
         const family = PROVIDER_FAMILIES[target.provider.type as ChatProviderType];
@@ -264,7 +258,13 @@ export class ChatService {
   private headers(routed: Routed<ChatPlan, unknown>, draft: ChatDraft, call: UpstreamRequest, plan: CachePlan | undefined): Record<string, string> {
     const headers = routed.headers;
     if (plan) headers['x-gateway-cache'] = plan.outcome === 'bypass' ? 'bypass' : 'miss';
+    // The output limit asked for, lowered to the serving model's (admission.ts).
+    const clamped = routed.admission.clampedFrom;
+    if (clamped !== undefined) headers['x-gateway-max-tokens-clamped'] = `${clamped}->${routed.admission.maxTokens}`;
     // Extra fields of the ingress's own wire family mean nothing to another family.
+    // A native call (the client's own body to an upstream of its format) drops and ignores nothing.
+    if (call.native) return headers;
+    if (draft.droppedTools?.length) headers['x-gateway-dropped-tools'] = draft.droppedTools.join(', ');
     const request = draft as unknown as ChatRequest;
     const foreign = request.passthrough && request.passthrough.family !== routed.target.provider.type ? Object.keys(request.passthrough.fields) : undefined;
     if (draft.ignoredParams?.length || call.ignoredParams.length > 0 || foreign?.length) {

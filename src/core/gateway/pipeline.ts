@@ -129,6 +129,7 @@ export class CallPipeline implements LoopDeps {
         startedAt: ctx.startedAt,
         hold: routed.admission.hold,
         cache: end.cache,
+        requestedModel: ctx.requestedModel,
       });
     } finally {
       this.health.end(deployment.id);
@@ -174,6 +175,7 @@ export class CallPipeline implements LoopDeps {
         errorType: reason,
         startedAt: ctx.startedAt,
         hold: call.hold,
+        requestedModel: ctx.requestedModel,
       });
     } catch (settleError) {
       this.logger.error({ err: settleError, req_id: ctx.requestId }, 'could not settle a failed call');

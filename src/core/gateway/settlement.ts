@@ -38,6 +38,8 @@ export interface SettleInput {
   hold: HoldRef;
   /** The response cache's part in the call (chat calls where caching is on). */
   cache?: CacheRecord | undefined;
+  /** The alias the client named the model by (CallContext.requestedModel); `model` is the catalog model billed. */
+  requestedModel?: string | undefined;
 }
 
 export interface CacheRecord {
@@ -144,6 +146,7 @@ export class Settlement {
         createdAt: now,
         deployment: input.deployment ?? null,
         attempts: input.attempts ?? 1,
+        requestedModel: input.requestedModel ?? null,
       };
       if (input.cache) {
         row.cache = input.cache.outcome;

@@ -114,6 +114,8 @@ export interface UsageRow {
   api_key_id: string | null;
   api_key_name: string | null;
   model: string;
+  /** The alias the client named the model by (`aliases:` in the gateway's config); null or absent: named directly. */
+  requested_model?: string | null;
   provider: string;
   endpoint: string;
   stream: boolean;
@@ -171,6 +173,10 @@ export interface CatalogModel {
   output_cost_per_1m: number;
   max_output_tokens: number | null;
   pricing: ModelPricing;
+  /** An alias's target model (its prices are the target's); absent on models. */
+  alias_of?: string;
+  /** The alias is a glob (`*` is any run of characters). */
+  alias_pattern?: boolean;
 }
 
 export interface Account {

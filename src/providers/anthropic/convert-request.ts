@@ -1,8 +1,9 @@
 import type { ProviderConfig } from '../../config/types.js';
-import type { CacheControl, ChatRequest, ContentPart, Message } from '../../core/canonical.js';
+import type { CacheControl, ChatRequest, ContentPart, Message, SystemMessage } from '../../core/canonical.js';
 import { providerHeaders } from '../shared/headers.js';
 import { parseArguments } from '../shared/json.js';
 import type { UpstreamRequest } from '../types.js';
+import { replayedThinking, thinkingField } from './thinking.js';
 import { JSON_TOOL_NAME, type AnthropicBlock, type AnthropicMessage, type AnthropicRequest, type AnthropicToolChoice } from './wire.js';
 
 /**
@@ -14,12 +15,16 @@ import { JSON_TOOL_NAME, type AnthropicBlock, type AnthropicMessage, type Anthro
  */
 export function buildAnthropicRequest(request: ChatRequest, provider: ProviderConfig): UpstreamRequest {
   const ignoredParams: string[] = [];
-  const system = request.messages.filter((m) => m.role === 'system').flatMap((m) => m.content);
+  const system = request.messages.filter((m): m is SystemMessage => m.role === 'system' && !m.inline).flatMap((m) => m.content);
   const body: AnthropicRequest = {
     model: request.upstreamModel,
     max_tokens: request.maxTokens,
-    messages: convertMessages(request.messages.filter((m) => m.role !== 'system')),
+    messages: convertMessages(request.messages.filter((m) => m.role !== 'system' || m.inline)),
   };
+  const own = request.passthrough?.family === 'anthropic' ? request.passthrough.fields : undefined;
+  const thinking = thinkingField(request);
+  if (thinking) body.thinking = thinking;
+  else if (request.reasoning) ignoredParams.push(request.reasoning.anthropic ? 'thinking' : 'reasoning');
   const systemBlocks = system.filter((p) => p.text !== '').map((p) => ({ type: 'text' as const, text: p.text, ...cache(p.cacheControl) }));
 
   // Anthropic takes temperature 0..1; a value above has no equivalent, so it is dropped and named.
@@ -58,11 +63,18 @@ export function buildAnthropicRequest(request: ChatRequest, provider: ProviderCo
   }
   if (systemBlocks.length > 0) body.system = systemBlocks;
   if (request.stream) body.stream = true;
-  if (request.passthrough?.family === 'anthropic') {
-    for (const [key, value] of Object.entries(request.passthrough.fields)) if (!(key in body)) body[key] = value;
+  if (own) {
+    for (const [key, value] of Object.entries(own)) if (!(key in body)) body[key] = value;
   }
+  return { url: `${provider.baseUrl}/v1/messages`, headers: withBeta(providerHeaders(provider, anthropicHeaders), request), body, ignoredParams };
+}
 
-  return { url: `${provider.baseUrl}/v1/messages`, headers: providerHeaders(provider, anthropicHeaders), body, ignoredParams };
+/** The client's `anthropic-beta` values go to Claude with the provider's own (shared headers are copied, not changed). */
+function withBeta(headers: Readonly<Record<string, string>>, request: ChatRequest): Readonly<Record<string, string>> {
+  const beta = request.passthrough?.family === 'anthropic' ? request.passthrough.headers?.['anthropic-beta'] : undefined;
+  if (!beta) return headers;
+  const own = headers['anthropic-beta'];
+  return { ...headers, 'anthropic-beta': own ? `${own},${beta}` : beta };
 }
 
 function anthropicHeaders(provider: ProviderConfig): Record<string, string> {
@@ -85,12 +97,18 @@ function convertPart(part: ContentPart): AnthropicBlock | undefined {
   return { type: 'image', source, ...cache(part.cacheControl) };
 }
 
-function blocksOf(message: Exclude<Message, { role: 'system' }>): { role: 'user' | 'assistant'; blocks: AnthropicBlock[] } {
+function blocksOf(message: Message): { role: 'user' | 'assistant' | 'system'; blocks: AnthropicBlock[] } {
   switch (message.role) {
+    case 'system':
+      return { role: 'system', blocks: message.content.map(convertPart).filter((b): b is AnthropicBlock => b !== undefined) };
     case 'user':
       return { role: 'user', blocks: message.content.map(convertPart).filter((b): b is AnthropicBlock => b !== undefined) };
     case 'assistant': {
-      const blocks = message.content.map(convertPart).filter((b): b is AnthropicBlock => b !== undefined);
+      const blocks = replayedThinking(message.reasoning);
+      for (const part of message.content) {
+        const block = convertPart(part);
+        if (block) blocks.push(block);
+      }
       for (const call of message.toolCalls) blocks.push({ type: 'tool_use', id: call.id, name: call.name, input: parseArguments(call.arguments) });
       return { role: 'assistant', blocks };
     }
@@ -113,7 +131,7 @@ function blocksOf(message: Exclude<Message, { role: 'system' }>): { role: 'user'
   }
 }
 
-export function convertMessages(messages: Exclude<Message, { role: 'system' }>[]): AnthropicMessage[] {
+export function convertMessages(messages: Message[]): AnthropicMessage[] {
   const out: AnthropicMessage[] = [];
   for (const message of messages) {
     const { role, blocks } = blocksOf(message);

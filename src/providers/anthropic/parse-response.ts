@@ -1,4 +1,4 @@
-import type { ChatRequest, ChatResult, FinishReason, ToolCall, Usage } from '../../core/canonical.js';
+import type { ChatRequest, ChatResult, FinishReason, ReasoningBlock, ToolCall, Usage } from '../../core/canonical.js';
 import { asArray, asNumber, asRecord, asString, type JsonRecord } from '../shared/json.js';
 import { JSON_TOOL_NAME } from './wire.js';
 
@@ -13,9 +13,12 @@ export function parseAnthropicResponse(body: unknown, request: ChatRequest): Cha
   const jsonTool = usesJsonTool(request);
   let text = '';
   const toolCalls: ToolCall[] = [];
+  const reasoning: ReasoningBlock[] = [];
   for (const raw of asArray(root.content)) {
     const block = asRecord(raw) ?? {};
     if (block.type === 'text') text += asString(block.text) ?? '';
+    else if (block.type === 'thinking') reasoning.push({ family: 'anthropic', text: asString(block.thinking) ?? '', signature: asString(block.signature) ?? '' });
+    else if (block.type === 'redacted_thinking') reasoning.push({ family: 'anthropic', text: '', redacted: asString(block.data) ?? '' });
     else if (block.type === 'tool_use') {
       const input = JSON.stringify(block.input ?? {});
       if (jsonTool && block.name === JSON_TOOL_NAME) text += input;
@@ -26,6 +29,7 @@ export function parseAnthropicResponse(body: unknown, request: ChatRequest): Cha
   const result: ChatResult = { text, toolCalls, finishReason: mapAnthropicStopReason(stopReason, toolCalls.length > 0) };
   const id = asString(root.id);
   if (id !== undefined) result.id = id;
+  if (reasoning.length > 0) result.reasoning = reasoning;
   const stopSequence = asString(root.stop_sequence);
   if (stopSequence !== undefined) result.stopSequence = stopSequence;
   const usage = asRecord(root.usage);

@@ -19,7 +19,7 @@ export function createAnthropicStreamDecoder(provider: string, request: ChatRequ
   let toolCount = 0;
   let stopped = false;
   /** content block index → what its deltas are. */
-  const blocks = new Map<number, { kind: 'text' } | { kind: 'tool'; toolIndex: number } | { kind: 'json' } | { kind: 'other' }>();
+  const blocks = new Map<number, { kind: 'text' } | { kind: 'tool'; toolIndex: number } | { kind: 'json' } | { kind: 'thinking'; signature?: string } | { kind: 'other' }>();
 
   return {
     push(event: SseEvent): StreamPart[] {
@@ -30,8 +30,10 @@ export function createAnthropicStreamDecoder(provider: string, request: ChatRequ
         case 'message_start': {
           const message = asRecord(root.message) ?? {};
           const raw = asRecord(message.usage);
-          if (raw) usage = mapAnthropicUsage(raw);
-          return [];
+          if (!raw) return [];
+          usage = mapAnthropicUsage(raw);
+          // The prompt's figures, before any content: the messages format states them in its own message_start.
+          return [{ type: 'prompt-usage', usage }];
         }
         case 'content_block_start': {
           const index = asNumber(root.index);
@@ -50,8 +52,24 @@ export function createAnthropicStreamDecoder(provider: string, request: ChatRequ
             blocks.set(index, { kind: 'tool', toolIndex });
             return [{ type: 'tool-call-start', index: toolIndex, id: asString(block.id) ?? '', name: asString(block.name) ?? '' }];
           }
+          if (block.type === 'thinking') {
+            blocks.set(index, { kind: 'thinking' });
+            const thinking = asString(block.thinking);
+            return thinking ? [{ type: 'reasoning-delta', family: 'anthropic', text: thinking }] : [];
+          }
+          if (block.type === 'redacted_thinking') {
+            blocks.set(index, { kind: 'other' });
+            return [{ type: 'reasoning-end', family: 'anthropic', redacted: asString(block.data) ?? '' }];
+          }
           blocks.set(index, { kind: 'other' });
           return [];
+        }
+        case 'content_block_stop': {
+          const block = blocks.get(asNumber(root.index));
+          if (block?.kind !== 'thinking') return [];
+          const end: StreamPart = { type: 'reasoning-end', family: 'anthropic' };
+          if (block.signature !== undefined) end.signature = block.signature;
+          return [end];
         }
         case 'content_block_delta': {
           const block = blocks.get(asNumber(root.index));
@@ -59,6 +77,14 @@ export function createAnthropicStreamDecoder(provider: string, request: ChatRequ
           if (delta.type === 'text_delta' && block?.kind === 'text') {
             const text = asString(delta.text);
             return text ? [{ type: 'text-delta', text }] : [];
+          }
+          if (delta.type === 'thinking_delta' && block?.kind === 'thinking') {
+            const thinking = asString(delta.thinking);
+            return thinking ? [{ type: 'reasoning-delta', family: 'anthropic', text: thinking }] : [];
+          }
+          if (delta.type === 'signature_delta' && block?.kind === 'thinking') {
+            block.signature = (block.signature ?? '') + (asString(delta.signature) ?? '');
+            return [];
           }
           if (delta.type === 'input_json_delta') {
             const json = asString(delta.partial_json);

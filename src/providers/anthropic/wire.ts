@@ -11,6 +11,8 @@ export type AnthropicBlock =
   | { type: 'text'; text: string; cache_control?: AnthropicCacheControl }
   | { type: 'image'; source: AnthropicImageSource; cache_control?: AnthropicCacheControl }
   | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown>; cache_control?: AnthropicCacheControl }
+  | { type: 'thinking'; thinking: string; signature: string }
+  | { type: 'redacted_thinking'; data: string }
   | {
       type: 'tool_result';
       tool_use_id: string;
@@ -20,7 +22,8 @@ export type AnthropicBlock =
     };
 
 export interface AnthropicMessage {
-  role: 'user' | 'assistant';
+  /** `system`: a system turn among the messages, sent where the client put it (Claude answers for it). */
+  role: 'user' | 'assistant' | 'system';
   content: AnthropicBlock[];
 }
 

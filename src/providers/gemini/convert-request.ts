@@ -4,10 +4,11 @@ import { providerHeaders } from '../shared/headers.js';
 import { parseArguments } from '../shared/json.js';
 import type { UpstreamRequest } from '../types.js';
 import { toGeminiSchema } from './schema.js';
+import { thinkingConfig } from './thinking.js';
 import type { GeminiContent, GeminiPart, GeminiRequest } from './wire.js';
 
 /**
- * Canonical → Gemini generateContent. System text goes to systemInstruction; assistant turns
+ * Canonical → Gemini generateContent. System text (a system turn among the messages too) goes to systemInstruction; assistant turns
  * are role "model"; tool results are functionResponse parts in a user turn, named after the
  * call they answer (Gemini matches results by name); consecutive same-role turns are merged.
  */
@@ -47,6 +48,11 @@ export function buildGeminiRequest(request: ChatRequest, provider: ProviderConfi
           ? { mode: 'ANY', allowedFunctionNames: [choice.name] }
           : { mode: choice.type === 'required' ? 'ANY' : choice.type === 'none' ? 'NONE' : 'AUTO' },
     };
+  }
+  if (request.reasoning) {
+    const thinking = thinkingConfig(request.reasoning, request.upstreamModel);
+    if (thinking) config.thinkingConfig = thinking;
+    else ignoredParams.push(request.reasoning.anthropic ? 'thinking' : 'reasoning');
   }
   const format = request.responseFormat;
   if (format && format.type !== 'text') {

@@ -5,6 +5,8 @@ import type { TranslationContext } from '../types.js';
 /** What one GenerateContentResponse (a whole answer or a stream chunk) holds. */
 export interface GeminiChunk {
   text: string;
+  /** Thought summaries (parts marked `thought`), when the request asked for them. */
+  thoughts: string;
   toolCalls: ToolCall[];
   finishReason?: string;
   blocked: boolean;
@@ -16,14 +18,17 @@ export interface GeminiChunk {
 export function readGeminiChunk(body: unknown, context: TranslationContext): GeminiChunk {
   const root = asRecord(body) ?? {};
   const candidate = asRecord(asArray(root.candidates)[0]);
-  const chunk: GeminiChunk = { text: '', toolCalls: [], blocked: false };
+  const chunk: GeminiChunk = { text: '', thoughts: '', toolCalls: [], blocked: false };
   for (const raw of asArray(asRecord(candidate?.content)?.parts)) {
     const part = asRecord(raw) ?? {};
     const fn = asRecord(part.functionCall);
     if (fn) {
       // Gemini rarely names calls; the gateway gives each one an id of its own.
       chunk.toolCalls.push({ id: asString(fn.id) ?? context.newToolCallId(), name: asString(fn.name) ?? '', arguments: JSON.stringify(fn.args ?? {}) });
-    } else if (typeof part.text === 'string' && part.thought !== true) chunk.text += part.text;
+    } else if (typeof part.text === 'string') {
+      if (part.thought === true) chunk.thoughts += part.text;
+      else chunk.text += part.text;
+    }
   }
   const finish = asString(candidate?.finishReason);
   if (finish !== undefined) chunk.finishReason = finish;
@@ -45,6 +50,7 @@ export function parseGeminiResponse(body: unknown, context: TranslationContext):
   };
   if (chunk.usage) result.usage = chunk.usage;
   if (chunk.responseId) result.id = chunk.responseId;
+  if (chunk.thoughts) result.reasoning = [{ family: 'gemini', text: chunk.thoughts }];
   return result;
 }
 

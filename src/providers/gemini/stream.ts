@@ -22,6 +22,7 @@ export function createGeminiStreamDecoder(provider: string, context: Translation
       if (asRecord(data)?.error !== undefined) throw upstreamStreamError(provider, nestedErrorMessage(data));
       const chunk = readGeminiChunk(data, context);
       const parts: StreamPart[] = [];
+      if (chunk.thoughts) parts.push({ type: 'reasoning-delta', family: 'gemini', text: chunk.thoughts });
       if (chunk.text) parts.push({ type: 'text-delta', text: chunk.text });
       for (const call of chunk.toolCalls) {
         const index = toolCount++;

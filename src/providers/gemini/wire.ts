@@ -26,5 +26,6 @@ export interface GeminiRequest {
     seed?: number;
     responseMimeType?: string;
     responseSchema?: Record<string, unknown>;
+    thinkingConfig?: { thinkingBudget: number; includeThoughts?: boolean };
   };
 }

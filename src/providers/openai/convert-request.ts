@@ -2,6 +2,7 @@ import type { ProviderConfig } from '../../config/types.js';
 import type { ChatRequest, ContentPart, Message, ResponseFormat, ToolChoice } from '../../core/canonical.js';
 import { providerHeaders } from '../shared/headers.js';
 import type { UpstreamRequest } from '../types.js';
+import { effortOf, reasons } from './reasoning.js';
 import type { OpenAiChatRequest, OpenAiContentPart, OpenAiMessage, OpenAiToolChoice } from './wire.js';
 
 /** Canonical → OpenAI chat completions, for any OpenAI-compatible base URL. */
@@ -30,6 +31,12 @@ export function buildOpenAiChatRequest(request: ChatRequest, provider: ProviderC
   if (request.toolChoice !== undefined) body.tool_choice = convertToolChoice(request.toolChoice);
   if (request.parallelToolCalls !== undefined && request.tools !== undefined) body.parallel_tool_calls = request.parallelToolCalls;
   if (request.responseFormat !== undefined) body.response_format = convertResponseFormat(request.responseFormat);
+  const ignoredParams: string[] = [];
+  if (request.reasoning) {
+    const effort = reasons(request.upstreamModel) ? effortOf(request.reasoning, request.upstreamModel) : undefined;
+    if (effort) body.reasoning_effort = effort;
+    else if (!reasons(request.upstreamModel)) ignoredParams.push(request.reasoning.anthropic ? 'thinking' : 'reasoning');
+  }
   if (request.stream) {
     body.stream = true;
     // Always ask for usage: the gateway bills from it, whatever the client asked for.
@@ -39,7 +46,7 @@ export function buildOpenAiChatRequest(request: ChatRequest, provider: ProviderC
   if (request.passthrough?.family === 'openai') {
     for (const [key, value] of Object.entries(request.passthrough.fields)) if (!(key in body)) body[key] = value;
   }
-  return { url: `${provider.baseUrl}/chat/completions`, headers: providerHeaders(provider, openAiHeaders), body, ignoredParams: [] };
+  return { url: `${provider.baseUrl}/chat/completions`, headers: providerHeaders(provider, openAiHeaders), body, ignoredParams };
 }
 
 export function openAiHeaders(provider: ProviderConfig): Record<string, string> {

@@ -2,9 +2,15 @@ import type { ProviderFamily } from '../types.js';
 import { nestedErrorMessage } from '../shared/json.js';
 import { buildOpenAiChatRequest } from './convert-request.js';
 import { parseOpenAiChatResponse } from './parse-response.js';
+import { buildResponsesRequest, goesNative, isResponseObject, parseResponsesResponse } from './responses-native.js';
+import { createResponsesStreamDecoder } from './responses-stream.js';
 import { createOpenAiStreamDecoder } from './stream.js';
 
-/** OpenAI and every OpenAI-compatible vendor (groq, mistral, deepseek, ollama, vllm, ...). */
+/**
+ * OpenAI and every OpenAI-compatible vendor (groq, mistral, deepseek, ollama, vllm, ...): chat
+ * completions, or, for a responses-format call to a provider marked `responses: true`, its own
+ * `/v1/responses` (responses-native.ts; the answer of such a call is a Response object).
+ */
 export const openAiFamily: ProviderFamily = {
   fetchesImageUrls: true,
   /**
@@ -18,8 +24,8 @@ export const openAiFamily: ProviderFamily = {
    * counted here, plus a few dozen tokens of preamble.
    */
   promptTokenMargin: { ratio: 1.15, splitDigits: false, toolsOverhead: 100 },
-  buildChatRequest: buildOpenAiChatRequest,
-  parseChatResponse: (body, _request, context) => parseOpenAiChatResponse(body, context),
-  createStreamDecoder: (_request, provider, context) => createOpenAiStreamDecoder(provider.name, context),
+  buildChatRequest: (request, provider) => (goesNative(request, provider) ? buildResponsesRequest(request, provider) : buildOpenAiChatRequest(request, provider)),
+  parseChatResponse: (body, request, context) => (request.native && isResponseObject(body) ? parseResponsesResponse(body, context) : parseOpenAiChatResponse(body, context)),
+  createStreamDecoder: (request, provider, context) => (goesNative(request, provider) ? createResponsesStreamDecoder(provider.name, context) : createOpenAiStreamDecoder(provider.name, context)),
   errorMessage: nestedErrorMessage,
 };

@@ -19,6 +19,8 @@ export function parseOpenAiChatResponse(body: unknown, context: TranslationConte
   };
   const id = asString(root.id);
   if (id !== undefined) result.id = id;
+  const thought = asString(message.reasoning_content) ?? asString(message.reasoning);
+  if (thought) result.reasoning = [{ family: 'openai', text: thought }];
   const usage = asRecord(root.usage);
   if (usage) result.usage = mapOpenAiUsage(usage);
   return result;

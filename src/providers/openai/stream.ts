@@ -42,6 +42,9 @@ export function createOpenAiStreamDecoder(provider: string, context: Translation
       const choice = asRecord(asArray(root.choices)[0]);
       if (choice) {
         const delta = asRecord(choice.delta) ?? {};
+        // Reasoning text beside the answer: DeepSeek's and vLLM's `reasoning_content`, OpenRouter's `reasoning`.
+        const thought = asString(delta.reasoning_content) ?? asString(delta.reasoning);
+        if (thought) parts.push({ type: 'reasoning-delta', family: 'openai', text: thought });
         const text = asString(delta.content);
         if (text) parts.push({ type: 'text-delta', text });
         for (const raw of asArray(delta.tool_calls)) {

@@ -27,7 +27,9 @@ export function upstreamHttpError(provider: string, answer: UpstreamErrorAnswer)
       status: status === 413 ? 413 : 400,
       type: 'invalid_request_error',
       reason: 'upstream_invalid_request',
-      message: `${provider} rejected the request${detail}`,
+      // The upstream's own words, unchanged (x-gateway-provider says whose): clients act on
+      // them (Claude Code drops system turns on Claude's 'Unexpected role "system"').
+      message: answer.message ?? `${provider} rejected the request (HTTP ${status})`,
       upstream,
     });
   }

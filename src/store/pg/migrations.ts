@@ -176,4 +176,11 @@ ALTER TABLE usage ADD COLUMN deployment text;
 ALTER TABLE usage ADD COLUMN attempts integer NOT NULL DEFAULT 1 CHECK (attempts >= 0);
 `,
   },
+  {
+    version: 5,
+    name: 'usage: the alias a client named the model by (SQLite migration 8)',
+    sql: `
+ALTER TABLE usage ADD COLUMN requested_model text;
+`,
+  },
 ];

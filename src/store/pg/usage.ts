@@ -34,6 +34,7 @@ function columnsOf(usage: NewUsage) {
     cache_saved_micros: usage.cacheSavedMicros ?? 0,
     deployment: usage.deployment ?? null,
     attempts: usage.attempts ?? 1,
+    requested_model: usage.requestedModel ?? null,
   };
 }
 
@@ -65,7 +66,8 @@ export class PgUsage {
       // The key's account, so that the account index narrows the walk (as in SQLite: no key index).
       if (filter.accountId === undefined) where.push(sql`account_id = (SELECT account_id FROM api_keys WHERE id = ${filter.apiKeyId})`);
     }
-    if (filter.model !== undefined) where.push(sql`model = ${filter.model}`);
+    // The model that served, or the alias the client named it by.
+    if (filter.model !== undefined) where.push(sql`(model = ${filter.model} OR requested_model = ${filter.model})`);
     if (filter.since !== undefined) where.push(sql`created_at >= ${filter.since}`);
     if (filter.until !== undefined) where.push(sql`created_at < ${filter.until}`);
     if (filter.before !== undefined) where.push(sql`id < ${filter.before}`);

@@ -1,7 +1,9 @@
 import type { Body, Exchange } from './server.js';
 import { planPromptCache, type CacheOutcome } from './anthropic-cache.js';
+import { checkClaudeThinking, signThinking, thoughtFor } from './thinking.js';
 import {
   chunkText,
+  estimateTokens,
   isRecord,
   parseDirective,
   randomId,
@@ -47,12 +49,18 @@ interface UsageWire {
   service_tier: 'standard';
 }
 
+interface ThinkingBlockWire {
+  type: 'thinking';
+  thinking: string;
+  signature: string;
+}
+
 interface MessageWire {
   id: string;
   type: 'message';
   role: 'assistant';
   model: string;
-  content: Array<TextBlockWire | ToolUseBlockWire>;
+  content: Array<ThinkingBlockWire | TextBlockWire | ToolUseBlockWire>;
   stop_reason: StopReason | null;
   stop_sequence: null;
   usage: UsageWire;
@@ -60,9 +68,13 @@ interface MessageWire {
 
 type StreamEventWire =
   | { type: 'message_start'; message: MessageWire }
-  | { type: 'content_block_start'; index: number; content_block: { type: 'text'; text: '' } | { type: 'tool_use'; id: string; name: string; input: Record<string, never> } }
+  | { type: 'content_block_start'; index: number; content_block: { type: 'text'; text: '' } | { type: 'thinking'; thinking: ''; signature: '' } | { type: 'tool_use'; id: string; name: string; input: Record<string, never> } }
   | { type: 'ping' }
-  | { type: 'content_block_delta'; index: number; delta: { type: 'text_delta'; text: string } | { type: 'input_json_delta'; partial_json: string } }
+  | {
+      type: 'content_block_delta';
+      index: number;
+      delta: { type: 'text_delta'; text: string } | { type: 'thinking_delta'; thinking: string } | { type: 'signature_delta'; signature: string } | { type: 'input_json_delta'; partial_json: string };
+    }
   | { type: 'content_block_stop'; index: number }
   | { type: 'message_delta'; delta: { stop_reason: StopReason; stop_sequence: null }; usage: { output_tokens: number } }
   | { type: 'message_stop' };
@@ -156,6 +168,8 @@ function validate(body: Record<string, unknown>, version: string): string | unde
   for (const [i, message] of messages.entries()) {
     if (!isRecord(message)) return `messages.${i}: Input should be a valid dictionary or object to extract fields from`;
     if (message.role === undefined) return `messages.${i}.role: Field required`;
+    // The real API's own wording for a system turn among the messages (clients such as Claude Code act on it).
+    if (message.role === 'system' && !roles.includes('system')) return 'messages: Unexpected role "system". The Messages API accepts a top-level `system` parameter, not "system" as an input message role.';
     if (typeof message.role !== 'string' || !roles.includes(message.role)) {
       return `messages.${i}.role: Input should be ${roles.map((r) => `'${r}'`).join(' or ')}`;
     }
@@ -217,15 +231,16 @@ function usageWire(usage: ResolvedUsage | null, written1h: number, outputTokens?
   };
 }
 
-function message(reply: Reply, model: string, id: string, toolIds: string[], written1h: number): MessageWire {
+function message(reply: Reply, model: string, id: string, toolIds: string[], written1h: number, thought?: string): MessageWire {
   const content: MessageWire['content'] = [];
+  if (thought !== undefined) content.push({ type: 'thinking', thinking: thought, signature: signThinking(thought) });
   if (reply.text !== '') content.push({ type: 'text', text: reply.text, citations: null });
   reply.toolCalls.forEach((call, i) => content.push({ type: 'tool_use', id: toolIds[i] ?? '', name: call.name, input: call.argumentsObject }));
   return { id, type: 'message', role: 'assistant', model, content, stop_reason: STOP_REASONS[reply.finish], stop_sequence: null, usage: usageWire(reply.usage, written1h) };
 }
 
 /** message_start carries the input usage (cache reads and writes included); message_delta the output. */
-function streamPlan(reply: Reply, model: string, id: string, toolIds: string[], written1h: number): StreamPlan {
+function streamPlan(reply: Reply, model: string, id: string, toolIds: string[], written1h: number, thought?: string): StreamPlan {
   const events: StreamEventWire[] = [];
   const start = message(reply, model, id, toolIds, written1h);
   start.content = [];
@@ -236,6 +251,14 @@ function streamPlan(reply: Reply, model: string, id: string, toolIds: string[], 
   const ping = (): void => {
     if (index === 0) events.push({ type: 'ping' });
   };
+  if (thought !== undefined) {
+    events.push({ type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '', signature: '' } });
+    ping();
+    for (const piece of chunkText(thought, reply.chunkSize * 4)) events.push({ type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: piece } });
+    events.push({ type: 'content_block_delta', index, delta: { type: 'signature_delta', signature: signThinking(thought) } });
+    events.push({ type: 'content_block_stop', index });
+    index += 1;
+  }
   if (reply.text !== '') {
     events.push({ type: 'content_block_start', index, content_block: { type: 'text', text: '' } });
     ping();
@@ -288,6 +311,8 @@ export async function handleAnthropic(ex: Exchange): Promise<void> {
   const model = body.model as string;
   const cachePlan = planPromptCache(body, model);
   if (typeof cachePlan === 'string') return fail(400, cachePlan);
+  const thinking = checkClaudeThinking(body, model);
+  if ('error' in thinking) return fail(400, thinking.error);
 
   const lastUser = [...messages].reverse().find((m) => m.role === 'user');
   let directive;
@@ -311,13 +336,16 @@ export async function handleAnthropic(ex: Exchange): Promise<void> {
   }
   const id = `msg_01${randomId(22)}`;
   const toolIds = reply.toolCalls.map((call) => call.id ?? `toolu_01${randomId(22)}`);
+  // Extended thinking: a thinking block first, its tokens billed as output.
+  const thought = thinking.thinking && scenario.error === undefined ? thoughtFor(model) : undefined;
+  if (thought !== undefined && reply.usage && scenario.usage === undefined) reply.usage.output += estimateTokens(thought.length);
   if (scenario.error === undefined) ex.noteUsage(usageWire(reply.usage, cached.write1h));
   await ex.respond({
     scenario,
     stream: body.stream === true,
     headers,
-    json: () => ({ contentType: 'application/json', text: JSON.stringify(message(reply, model, id, toolIds, cached.write1h)) }),
-    plan: () => streamPlan(reply, model, id, toolIds, cached.write1h),
+    json: () => ({ contentType: 'application/json', text: JSON.stringify(message(reply, model, id, toolIds, cached.write1h, thought)) }),
+    plan: () => streamPlan(reply, model, id, toolIds, cached.write1h, thought),
     error: (status, msg) => errorBody(status, msg, requestId),
   });
 }

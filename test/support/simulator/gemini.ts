@@ -1,3 +1,4 @@
+import { checkGeminiThinking, thoughtFor } from './thinking.js';
 import { randomBytes } from 'node:crypto';
 import { handleGeminiEmbeddings, handleGeminiImage, isImageRequest } from './gemini-media.js';
 import type { Body, Exchange } from './server.js';
@@ -31,6 +32,8 @@ interface ErrorWire {
 
 interface PartWire {
   text?: string;
+  /** A thought summary (includeThoughts). */
+  thought?: boolean;
   functionCall?: { name: string; args: Record<string, unknown> };
   thoughtSignature?: string;
 }
@@ -257,8 +260,9 @@ function response(parts: PartWire[], reply: Reply, ids: { model: string; respons
   return { candidates: [candidate], ...(usage ? { usageMetadata: usage } : {}), modelVersion: ids.model, responseId: ids.responseId };
 }
 
-function streamPlan(reply: Reply, ids: { model: string; responseId: string }, sse: boolean, signed: boolean): StreamPlan {
+function streamPlan(reply: Reply, ids: { model: string; responseId: string }, sse: boolean, signed: boolean, thought?: string): StreamPlan {
   const pieces: PartWire[][] = chunkText(reply.text, reply.chunkSize).map((text) => [{ text }]);
+  if (thought !== undefined) pieces.unshift([{ text: thought, thought: true }]);
   if (reply.toolCalls.length > 0) pieces.push(functionCallParts(reply, signed)); // function calls arrive whole, in one chunk
   if (pieces.length === 0) pieces.push([{ text: '' }]);
   const usage = reply.usage;
@@ -338,6 +342,8 @@ export async function handleGemini(ex: Exchange, route: { model: string; action:
   }
   const invalid = validate(body, route.model);
   if (invalid) return fail(invalid);
+  const thinking = checkGeminiThinking(field(body, 'generationConfig', 'generation_config'), route.model);
+  if ('error' in thinking) return fail(new GeminiFailure(400, thinking.error));
   if (route.action === 'generateContent' && isImageRequest(route.model, body)) {
     const failure = await handleGeminiImage(ex, route.model, body, headers);
     if (failure) fail(failure);
@@ -356,6 +362,13 @@ export async function handleGemini(ex: Exchange, route: { model: string; action:
   const scenario = ex.scenarioFor(directive);
   const reply = resolveReply(scenario, 'gemini', route.model, promptOf(body, contents));
   const ids = { model: route.model, responseId: randomId(22, 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_') };
+  // Thought summaries when asked (includeThoughts): a part marked `thought` first, its tokens counted as thoughts.
+  const thought = thinking.thoughts && scenario.error === undefined ? thoughtFor(route.model) : undefined;
+  if (thought !== undefined && reply.usage && scenario.usage === undefined) {
+    const tokens = estimateTokens(thought.length);
+    reply.usage.output += tokens;
+    reply.usage.reasoning += tokens;
+  }
   const signed = needsSignatures(route.model);
   const sse = ex.url.searchParams.get('alt') === 'sse';
   await ex.respond({
@@ -364,11 +377,12 @@ export async function handleGemini(ex: Exchange, route: { model: string; action:
     headers,
     json: () => {
       const parts: PartWire[] = reply.text !== '' || reply.toolCalls.length === 0 ? [{ text: reply.text }] : [];
+      if (thought !== undefined) parts.unshift({ text: thought, thought: true });
       parts.push(...functionCallParts(reply, signed));
       const wire = response(parts, reply, ids, true, reply.usage ? usageMetadata(reply.usage) : undefined);
       return { contentType: JSON_TYPE, text: JSON.stringify(wire, null, 2) + '\n' };
     },
-    plan: () => streamPlan(reply, ids, sse, signed),
+    plan: () => streamPlan(reply, ids, sse, signed, thought),
     error: (status, message) => errorBody(status, message),
   });
 }

@@ -1,3 +1,4 @@
+import { checkOpenAiEffort } from './thinking.js';
 import { randomBytes } from 'node:crypto';
 import { handleOpenAIMedia } from './openai-media.js';
 import type { Body, Exchange } from './server.js';
@@ -347,6 +348,8 @@ export async function handleOpenAI(ex: Exchange): Promise<void> {
   if (invalid) return fail(invalid);
   const messages = body.messages as Array<Record<string, unknown>>;
   const model = body.model as string;
+  const effort = checkOpenAiEffort(body, model);
+  if (effort) return fail(new OpenAIFailure(400, effort, 'invalid_request_error', 'reasoning_effort'));
 
   const lastUser = [...messages].reverse().find((m) => m.role === 'user');
   let directive;

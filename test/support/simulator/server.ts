@@ -1,18 +1,21 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
+import { agentScenario } from './agent.js';
 import { handleAnthropic } from './anthropic.js';
+import { handleAnthropicCount } from './anthropic-count.js';
 import { AnthropicPromptCache } from './anthropic-cache.js';
 import { handleDeepgram } from './deepgram.js';
 import { handleGemini } from './gemini.js';
 import { isMultipart, multipartRecord, parseMultipart, type Multipart } from './multipart.js';
 import { handleOpenAI } from './openai.js';
+import { handleOpenAIResponses } from './openai-responses.js';
 import type { Family, RecordedRequest, Scenario, StreamPlan } from './scenario.js';
 
 export type { Family, RecordedRequest, Scenario, SimToolCall, SimUsage } from './scenario.js';
 
 /**
- * A real HTTP server that speaks the OpenAI Chat Completions, Anthropic Messages and Gemini
+ * A real HTTP server that speaks the OpenAI Chat Completions and Responses (openai-responses.ts), Anthropic Messages and Gemini
  * generateContent wire formats, driven by scripted scenarios (see scenario.ts), Anthropic's
  * prompt caching included (anthropic-cache.ts; `promptCache.advance(ms)` to expire entries); and the media
  * endpoints of OpenAI (also under Groq's /openai/v1), Gemini and Deepgram (openai-media.ts,
@@ -462,7 +465,8 @@ export class ProviderSimulator {
         url: this.url,
         images: this.images,
         promptCache: this.promptCache,
-        takeScenario: () => this.#queue.shift() ?? this.#default ?? {},
+        // Queued or default scenarios first; then a coding agent's shell-tool turn (agent.ts); then the default reply.
+        takeScenario: (): Scenario => this.#queue.shift() ?? this.#default ?? agentScenario(route.family, exchange.body) ?? {},
         noteUsage: (usage) => {
           if (recorded) recorded.usage = usage;
         },
@@ -497,9 +501,10 @@ export class ProviderSimulator {
       res.destroy();
       return;
     }
+    if (url.pathname === '/v1/messages/count_tokens') return handleAnthropicCount(exchange);
     switch (route.family) {
       case 'openai':
-        return handleOpenAI(exchange);
+        return url.pathname === '/v1/responses' ? handleOpenAIResponses(exchange) : handleOpenAI(exchange);
       case 'anthropic':
         return handleAnthropic(exchange);
       case 'gemini':

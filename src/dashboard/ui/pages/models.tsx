@@ -74,6 +74,7 @@ export function ModelsPage() {
                         <th scope="row" data-label="Model">
                           <span className="model-name">{model.name}</span>
                           <code className="model-id">{model.id}</code>
+                          {model.alias_of ? <span className="muted block">alias of <code>{model.alias_of}</code></span> : null}
                         </th>
                         <td data-label="Provider">{model.provider}</td>
                         <td data-label="Kind">{TYPE_LABELS[model.type] ?? model.type}</td>

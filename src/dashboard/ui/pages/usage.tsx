@@ -246,6 +246,7 @@ export function UsageTable({ rows, now, showAccount, onDetail, busy }: { rows: U
               <td data-label="Endpoint">{endpointLabel(row.endpoint)}</td>
               <td data-label="Model">
                 <code>{row.model}</code>
+                {row.requested_model ? <span className="muted block">as {row.requested_model}</span> : null}
               </td>
               <td data-label="Key">
                 {row.api_key_name ?? <span className="muted">—</span>}
@@ -284,6 +285,7 @@ function CallDetail({ row, onClose }: { row: UsageRow; onClose: () => void }) {
     ['Request id', <code key="r">{row.request_id}</code>],
     ['Endpoint', `${endpointLabel(row.endpoint)}${row.stream ? ' (streamed)' : ''}`],
     ['Model', <code key="m">{row.model}</code>],
+    ...(row.requested_model ? ([['Requested as', <code key="a">{row.requested_model}</code>]] as [string, ReactNode][]) : []),
     ['Provider', row.provider],
     ['Key', row.api_key_name ?? '—'],
     ['Status', callSucceeded(row) ? `OK${typeof row.status === 'number' ? ` (${row.status})` : ''}` : `Error${typeof row.status === 'number' ? ` ${row.status}` : ''}${row.error_type ? `: ${row.error_type}` : ''}`],
