@@ -96,6 +96,8 @@ export interface ToolDefinition {
   parameters: JsonSchema;
   strict?: boolean;
   cacheControl?: CacheControl;
+  /** Fields of the messages format's tool the gateway does not model (`defer_loading`), for Claude only. */
+  anthropic?: Record<string, unknown>;
 }
 
 export type ToolChoice = { type: 'auto' } | { type: 'none' } | { type: 'required' } | { type: 'tool'; name: string };

@@ -211,9 +211,14 @@ t.test('images in tool results, stop sequences and tool_choice without parallel 
       t.equal(sent.messages[2].content[0].content[1].type, 'image', 'the image stays in the tool result');
     } else if (model.startsWith('gemini')) {
       t.same(sent.generationConfig.stopSequences, ['END']);
+      const parts = sent.contents[2].parts;
+      t.ok(parts[0].functionResponse, 'the tool result');
+      t.same(parts[1], { inlineData: { mimeType: 'image/png', data: PNG } }, "the tool's image follows it in the same turn");
     } else {
       t.same(sent.stop, ['END']);
       t.equal(sent.parallel_tool_calls, false);
+      t.same(sent.messages.map((m: Json) => m.role), ['user', 'assistant', 'tool', 'user'], "the tool's image in a user message after the tool message");
+      t.equal(sent.messages[3].content[1].image_url.url, `data:image/png;base64,${PNG}`);
     }
   }
 });

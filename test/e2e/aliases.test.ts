@@ -1,6 +1,8 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import t from 'tap';
+import type { UsageView } from '../../src/cli/commands/types.js';
+import { USAGE_COLUMNS } from '../../src/cli/ui/usage.js';
 import { fundedKey, startTestGateway, type FundedKey, type TestGateway } from '../support/gateway.js';
 import { ProviderSimulator } from '../support/simulator/server.js';
 import { ceilMillion, charges, header, noHolds, postJson, usageRow } from '../support/e2e.js';
@@ -163,6 +165,9 @@ t.test('the usage API shows both names and filters by either', async (t) => {
   t.ok(byAlias.body.data.every((r: { requested_model: string | null }) => r.requested_model === 'claude-haiku-5-5'), 'filtered by the alias');
   const byModel = await gw.http('GET', `/api/management/usage?model=${encodeURIComponent(MINI)}&limit=1000`, { token: gw.adminKey });
   t.ok(byModel.body.data.some((r: { request_id: string }) => r.request_id === id), 'and by the model that served');
+  const model = USAGE_COLUMNS.find((column) => column.title === 'MODEL');
+  t.equal(model?.value(row as UsageView), `claude-haiku-5-5 → ${MINI}`, 'the CLI usage view shows both names');
+  t.equal(model?.value({ ...row, requested_model: null } as UsageView), MINI, 'and the model alone when no alias was used');
 });
 
 t.test('/v1/models lists exact aliases marked as such; /api/models lists patterns too', async (t) => {

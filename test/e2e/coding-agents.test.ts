@@ -29,7 +29,9 @@ const missing: Record<AgentClient, string | undefined> = { 'claude-code': await 
 
 const sim = await ProviderSimulator.start();
 t.teardown(() => sim.close());
-const gw = await startTestGateway({ providers: simulatedProviders(sim.url) });
+/** Claude Code's own default model names, mapped as a team would (README "Aliases"). */
+const ALIASES = { 'claude-opus-5-5': 'anthropic/claude-sonnet-4-5', 'claude-haiku-5-5': 'openai/gpt-4o-mini', 'claude-*': 'gemini/gemini-2.5-flash' };
+const gw = await startTestGateway({ providers: simulatedProviders(sim.url), aliases: ALIASES });
 t.teardown(() => gw.stop());
 const guard = await startEgressGuard();
 t.teardown(() => guard.close());
@@ -195,6 +197,44 @@ for (const client of CLIENTS) {
     t.equal(key?.spentMicros, billed, `key spend (${key?.spentMicros} µINR) = sum of the usage rows' costs`);
   });
 }
+
+t.test("Claude Code with its own default model names, run by the aliases' targets", missing['claude-code'] ? { skip: `claude-code is not installed: ${missing['claude-code']}` } : {}, async (t) => {
+  const funded = await fundedKey(gw, { balance: 1000, key: { name: 'claude-code-defaults' } });
+  const balanceBefore = await balanceMicros(gw, funded.accountId);
+  const marker = `AGENT-MARKER-${randomBytes(6).toString('hex')}`;
+  const upstreamBefore = sim.requests.length;
+  const prepared = prepare('claude-code', { baseUrl: gw.url, apiKey: funded.key, model: undefined, prompt: agentPrompt(marker), proxyUrl: guard.url });
+  t.teardown(() => prepared.cleanup());
+  const result = await run(prepared.command, prepared.args, { cwd: prepared.cwd, env: prepared.env, timeoutMs: RUN_TIMEOUT_MS });
+  const diagnostics = { run: excerpt(result) };
+  t.equal(result.code, 0, 'Claude Code exited 0', diagnostics);
+  const { answer, error } = finalAnswer('claude-code', result);
+  t.notOk(error, `no error reported${error ? `: ${error}` : ''}`);
+  t.equal(answer?.trim(), `The command printed: ${marker}`, 'the task done', diagnostics);
+
+  gw.app.settlement.drain();
+  const rows = await rowsOfKey(funded.keyId);
+  const upstream = sim.requests.slice(upstreamBefore);
+  t.ok(rows.length >= 2, `${rows.length} usage rows`);
+  for (const row of rows) {
+    t.ok(row.requestedModel !== null && row.requestedModel in ALIASES || row.requestedModel?.startsWith('claude-'), `row ${row.requestId}: asked as ${row.requestedModel}, run by ${row.model} (status ${row.status})`);
+    const target = (ALIASES as Record<string, string>)[row.requestedModel ?? ''] ?? ALIASES['claude-*'];
+    t.equal(row.model, target, `${row.requestedModel} → ${target}`);
+  }
+  t.ok(upstream.length >= 2 && upstream.every((r) => r.model !== ''), `the targets' upstreams served (${upstream.map((r) => `${r.family}:${r.model}`).join(', ')})`);
+  // With Claude's names, Claude Code puts system turns among the messages (anthropic-version
+  // 2023-06-01): Claude refuses them in its own words, the gateway passes that on, and the
+  // client sends the call again without them. The refusal costs nothing.
+  const hasSystemTurn = (r: RecordedRequest): boolean => r.family === 'anthropic' && ((r.body as { messages?: Array<{ role: string }> }).messages ?? []).some((m) => m.role === 'system');
+  const refused = rows.filter((row) => row.status === 400);
+  if (upstream.some(hasSystemTurn)) {
+    t.ok(refused.length >= 1, "Claude's refusal of the system turns reached the client");
+    t.ok(refused.every((row) => row.costMicros === 0), 'the refused call is not charged');
+    t.ok(upstream.some((r) => r.family === 'anthropic' && !hasSystemTurn(r)), 'the client sent it again without them');
+  } else t.equal(refused.length, 0, 'no system turns, no refusal');
+  const billed = rows.reduce((sum, row) => sum + row.costMicros, 0);
+  t.equal(balanceBefore - (await balanceMicros(gw, funded.accountId)), billed, 'the wallet debit is the rows\' costs (at the targets\' prices)');
+});
 
 t.test('nothing left the machine', async (t) => {
   t.same(guard.attempts, [], 'no client tried to reach another host through its proxy');

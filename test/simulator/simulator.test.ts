@@ -665,7 +665,8 @@ t.test('request validation like the real APIs', async (t) => {
   await antBad({ model: 'c', messages: [user] }, 'max_tokens: Field required');
   await antBad({ model: 'c', max_tokens: 0, messages: [user] }, 'max_tokens: Input should be greater than or equal to 1');
   await antBad({ model: 'c', max_tokens: 10 }, 'messages: Field required');
-  await antBad({ model: 'c', max_tokens: 10, messages: [{ role: 'system', content: 'S' }, user] }, "messages.0.role: Input should be 'user' or 'assistant'");
+  await antBad({ model: 'c', max_tokens: 10, messages: [{ role: 'system', content: 'S' }, user] }, 'messages: Unexpected role "system". The Messages API accepts a top-level `system` parameter, not "system" as an input message role.');
+  await antBad({ model: 'c', max_tokens: 10, messages: [{ role: 'robot', content: 'S' }, user] }, "messages.0.role: Input should be 'user' or 'assistant'");
   await antBad({ model: 'c', max_tokens: 10, messages: [{ role: 'assistant', content: 'A' }, user] }, /first message must use the "user" role/);
   await antBad({ model: 'c', max_tokens: 10, messages: [{ role: 'user', content: [{ type: 'text', text: '' }] }] }, 'messages: text content blocks must be non-empty');
   await antBad(ant.body({ temperature: 1.5 }), 'temperature: Input should be less than or equal to 1');

@@ -239,9 +239,13 @@ function decodeTools(value: unknown): ToolDefinition[] | undefined {
     if (typeof raw.description === 'string') tool.description = raw.description;
     const control = cacheControl(raw, at);
     if (control) tool.cacheControl = control;
+    const extra = Object.entries(raw).filter(([field]) => !TOOL_FIELDS.has(field));
+    if (extra.length > 0) tool.anthropic = Object.fromEntries(extra);
     return tool;
   });
 }
+
+const TOOL_FIELDS = new Set(['type', 'name', 'description', 'input_schema', 'cache_control']);
 
 function decodeToolChoice(value: unknown, tools: ToolDefinition[] | undefined, draft: ChatDraft): void {
   if (value === undefined || value === null) return;

@@ -319,7 +319,7 @@ function decodeToolChoice(value: unknown, tools: ToolDefinition[] | undefined): 
     return { type: 'tool', name: value.name };
   }
   // Hosted tools and allowed-tools lists: the model may call any tool it was given.
-  if (isObject(value) && typeof value.type === 'string') return { type: value.type === 'allowed_tools' && value.mode === 'required' ? 'required' : 'auto' };
+  if (isObject(value) && typeof value.type === 'string' && value.type !== 'function' && value.type !== 'custom') return { type: value.type === 'allowed_tools' && value.mode === 'required' ? 'required' : 'auto' };
   throw errors.invalidField('tool_choice', 'must be "auto", "none", "required" or {"type": "function", "name"}');
 }
 

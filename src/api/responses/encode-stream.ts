@@ -118,13 +118,12 @@ export class ResponsesStreamEncoder implements StreamEncoder {
     if (!open) return [];
     this.reasoning = undefined;
     const index = this.indexOf(open.item);
-    const done = reasoningItem(open.item.id, open.blocks, this.meta.echo);
-    Object.assign(open.item, done);
+    Object.assign(open.item, reasoningItem(open.item.id, open.blocks, this.meta.echo), { status });
     const part = { type: 'summary_text', text: open.text };
     return [
       this.frame('response.reasoning_summary_text.done', { item_id: open.item.id, output_index: index, summary_index: 0, text: open.text }),
       this.frame('response.reasoning_summary_part.done', { item_id: open.item.id, output_index: index, summary_index: 0, part }),
-      this.frame('response.output_item.done', { output_index: index, item: { ...open.item, status } }),
+      this.frame('response.output_item.done', { output_index: index, item: { ...open.item } }),
     ];
   }
 

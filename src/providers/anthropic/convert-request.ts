@@ -3,7 +3,7 @@ import type { CacheControl, ChatRequest, ContentPart, Message, SystemMessage } f
 import { providerHeaders } from '../shared/headers.js';
 import { parseArguments } from '../shared/json.js';
 import type { UpstreamRequest } from '../types.js';
-import { replayedThinking, thinkingField } from './thinking.js';
+import { reconcileThinking, replayedThinking, thinkingField } from './thinking.js';
 import { JSON_TOOL_NAME, type AnthropicBlock, type AnthropicMessage, type AnthropicRequest, type AnthropicToolChoice } from './wire.js';
 
 /**
@@ -46,6 +46,7 @@ export function buildAnthropicRequest(request: ChatRequest, provider: ProviderCo
       ...(tool.description !== undefined ? { description: tool.description } : {}),
       input_schema: tool.parameters,
       ...cache(tool.cacheControl),
+      ...tool.anthropic,
     }));
   }
   const choice = convertToolChoice(request);
@@ -61,6 +62,7 @@ export function buildAnthropicRequest(request: ChatRequest, provider: ProviderCo
       systemBlocks.push({ type: 'text', text: `Respond with only a JSON value that matches this JSON Schema, no other text:\n${JSON.stringify(schema)}` });
     }
   }
+  reconcileThinking(body, ignoredParams, request.reasoning?.anthropic ? 'thinking' : 'reasoning');
   if (systemBlocks.length > 0) body.system = systemBlocks;
   if (request.stream) body.stream = true;
   if (own) {

@@ -1,5 +1,5 @@
 import type { ChatRequest, ReasoningBlock } from '../../core/canonical.js';
-import type { AnthropicBlock } from './wire.js';
+import type { AnthropicBlock, AnthropicRequest } from './wire.js';
 
 /**
  * Claude's extended thinking: the request's reasoning as `thinking`, and the client's replayed
@@ -58,4 +58,32 @@ function unsignedToolTurn(request: ChatRequest): boolean {
   const turn = messages[index];
   if (turn?.role !== 'assistant' || turn.toolCalls.length === 0) return false;
   return !turn.reasoning?.some((block) => block.family === 'anthropic' && (block.signature !== undefined || block.redacted !== undefined));
+}
+
+/**
+ * What Claude refuses beside thinking (docs "Extended thinking", feature compatibility): a
+ * forced tool (tool_choice any or tool, JSON mode's forced tool), which leaves thinking out; a
+ * temperature other than 1, top_k, and top_p below 0.95, which are left out. Each is named as
+ * ignored.
+ */
+export function reconcileThinking(body: AnthropicRequest, ignoredParams: string[], name: string): void {
+  if (!body.thinking) return;
+  const forced = body.tool_choice?.type === 'any' || body.tool_choice?.type === 'tool';
+  if (forced) {
+    delete body.thinking;
+    ignoredParams.push(name);
+    return;
+  }
+  if (body.temperature !== undefined && body.temperature !== 1) {
+    delete body.temperature;
+    ignoredParams.push('temperature');
+  }
+  if (body.top_k !== undefined) {
+    delete body.top_k;
+    ignoredParams.push('top_k');
+  }
+  if (body.top_p !== undefined && body.top_p < 0.95) {
+    delete body.top_p;
+    ignoredParams.push('top_p');
+  }
 }

@@ -114,9 +114,12 @@ export function convertContents(messages: Message[]): GeminiContent[] {
         append('model', parts);
         break;
       }
-      case 'tool':
-        append('user', [{ functionResponse: { name: toolNames.get(message.toolCallId) ?? message.toolCallId, response: responseObject(message.content, message.isError) } }]);
+      case 'tool': {
+        // A functionResponse holds JSON only: images the tool returned follow it in the same turn.
+        const images = message.content.filter((part) => part.type === 'image').map(convertPart).filter((p): p is GeminiPart => p !== undefined);
+        append('user', [{ functionResponse: { name: toolNames.get(message.toolCallId) ?? message.toolCallId, response: responseObject(message.content, message.isError) } }, ...images]);
         break;
+      }
     }
   }
   return out;

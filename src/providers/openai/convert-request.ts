@@ -9,7 +9,7 @@ import type { OpenAiChatRequest, OpenAiContentPart, OpenAiMessage, OpenAiToolCho
 export function buildOpenAiChatRequest(request: ChatRequest, provider: ProviderConfig): UpstreamRequest {
   const body: OpenAiChatRequest = {
     model: request.upstreamModel,
-    messages: request.messages.map(convertMessage),
+    messages: convertMessages(request.messages),
   };
   body[provider.maxTokensParam] = request.maxTokens;
   if (request.temperature !== undefined) body.temperature = request.temperature;
@@ -63,6 +63,28 @@ function convertPart(part: ContentPart): OpenAiContentPart {
   if (part.type === 'text') return { type: 'text', text: part.text };
   const url = part.source.kind === 'url' ? part.source.url : `data:${part.source.mediaType};base64,${part.source.data}`;
   return { type: 'image_url', image_url: part.detail ? { url, detail: part.detail } : { url } };
+}
+
+/**
+ * The messages in order. Tool messages carry text only on this wire: images a tool returned
+ * follow the turn's tool messages as one user message (tool messages must directly follow
+ * the call, so they cannot be split).
+ */
+export function convertMessages(messages: readonly Message[]): OpenAiMessage[] {
+  const out: OpenAiMessage[] = [];
+  let images: OpenAiContentPart[] = [];
+  const flush = (): void => {
+    if (images.length === 0) return;
+    out.push({ role: 'user', content: [{ type: 'text', text: 'Images the tool calls above returned:' }, ...images] });
+    images = [];
+  };
+  for (const message of messages) {
+    if (message.role !== 'tool') flush();
+    out.push(convertMessage(message));
+    if (message.role === 'tool') for (const part of message.content) if (part.type === 'image') images.push(convertPart(part));
+  }
+  flush();
+  return out;
 }
 
 export function convertMessage(message: Message): OpenAiMessage {

@@ -147,8 +147,8 @@ export interface AgentRun {
   baseUrl: string;
   /** The sk- key the client sends. */
   apiKey: string;
-  /** The catalog model id. */
-  model: string;
+  /** The catalog model id; undefined: the client's own default model names (Claude Code). */
+  model: string | undefined;
   prompt: string;
   /** The egress guard's URL (HTTP(S)_PROXY). */
   proxyUrl: string;
@@ -212,12 +212,16 @@ export function claudeCode(runSpec: AgentRun): Prepared {
     CLAUDE_CONFIG_DIR: configDir,
     ANTHROPIC_BASE_URL: runSpec.baseUrl,
     ANTHROPIC_API_KEY: runSpec.apiKey,
-    ANTHROPIC_MODEL: runSpec.model,
-    ANTHROPIC_SMALL_FAST_MODEL: runSpec.model,
-    ANTHROPIC_DEFAULT_HAIKU_MODEL: runSpec.model,
-    ANTHROPIC_DEFAULT_SONNET_MODEL: runSpec.model,
-    ANTHROPIC_DEFAULT_OPUS_MODEL: runSpec.model,
-    ANTHROPIC_DEFAULT_FABLE_MODEL: runSpec.model,
+    ...(runSpec.model === undefined
+      ? {}
+      : {
+          ANTHROPIC_MODEL: runSpec.model,
+          ANTHROPIC_SMALL_FAST_MODEL: runSpec.model,
+          ANTHROPIC_DEFAULT_HAIKU_MODEL: runSpec.model,
+          ANTHROPIC_DEFAULT_SONNET_MODEL: runSpec.model,
+          ANTHROPIC_DEFAULT_OPUS_MODEL: runSpec.model,
+          ANTHROPIC_DEFAULT_FABLE_MODEL: runSpec.model,
+        }),
     DISABLE_TELEMETRY: '1',
     DISABLE_ERROR_REPORTING: '1',
     DISABLE_AUTOUPDATER: '1',
@@ -237,7 +241,7 @@ export function claudeCode(runSpec: AgentRun): Prepared {
   };
   return {
     command: CLAUDE_BIN,
-    args: ['-p', runSpec.prompt, '--output-format', 'json', '--model', runSpec.model, '--allowedTools', 'Bash', '--no-session-persistence', '--strict-mcp-config'],
+    args: ['-p', runSpec.prompt, '--output-format', 'json', ...(runSpec.model === undefined ? [] : ['--model', runSpec.model]), '--allowedTools', 'Bash', '--no-session-persistence', '--strict-mcp-config'],
     env,
     cwd: dirs.cwd,
     cleanup: dirs.remove,
