@@ -20,7 +20,7 @@ import { interpolateEnv } from './interpolate.js';
 import { readAliases } from './aliases.js';
 import { readFallbacks, readRouting } from './routing.js';
 import { readBillingBatch, readCache, readOutbound } from './sections.js';
-import { PROVIDER_TYPES, type CacheConfig, type GatewayConfig, type ProviderType, type ModelConfig, type OutboundConfig, type ProviderConfig } from './types.js';
+import { PROVIDER_TYPES, type GatewayConfig, type ProviderType, type ModelConfig, type ProviderConfig } from './types.js';
 import { ConfigError } from './errors.js';
 import { BUILTIN_CATALOG, parseYamlFile, readCatalogFile } from './files.js';
 

@@ -95,7 +95,11 @@ function partBytes(part: ContentPart): number {
 function messageBytes(message: Message): number {
   let bytes = MESSAGE_OVERHEAD;
   for (const part of message.content) bytes += partBytes(part);
-  if (message.role === 'assistant') for (const call of message.toolCalls) bytes += Buffer.byteLength(call.name) + Buffer.byteLength(call.arguments) + MESSAGE_OVERHEAD;
+  if (message.role === 'assistant') {
+    for (const call of message.toolCalls) bytes += Buffer.byteLength(call.name) + Buffer.byteLength(call.arguments) + MESSAGE_OVERHEAD;
+    // Replayed reasoning is prompt too (Claude bills the thinking of the tool loop it continues).
+    if (message.reasoning) for (const block of message.reasoning) bytes += Buffer.byteLength(block.text) + (block.redacted?.length ?? 0) + MESSAGE_OVERHEAD;
+  }
   if (message.role === 'tool') bytes += Buffer.byteLength(message.toolCallId);
   return bytes;
 }
@@ -201,6 +205,11 @@ export async function promptTokenEstimate(request: PromptParts, margin: PromptTo
         await add(call.name);
         await add(call.arguments);
       }
+      // Redacted thinking is opaque: its length bounds it, as bytes bound tokens.
+      for (const block of message.reasoning ?? []) {
+        fixed += ESTIMATE_MESSAGE_OVERHEAD + (block.redacted?.length ?? 0);
+        await add(block.text);
+      }
     }
     if (message.role === 'tool') await add(message.toolCallId);
   }
@@ -221,7 +230,10 @@ export async function countPromptTokens(request: Pick<ChatRequest, 'messages' | 
   for (const message of request.messages) {
     tokens += 4;
     for (const part of message.content) tokens += part.type === 'text' ? await countSliced(count, part.text, budget) : 1_000;
-    if (message.role === 'assistant') for (const call of message.toolCalls) tokens += (await countSliced(count, call.name, budget)) + (await countSliced(count, call.arguments, budget));
+    if (message.role === 'assistant') {
+      for (const call of message.toolCalls) tokens += (await countSliced(count, call.name, budget)) + (await countSliced(count, call.arguments, budget));
+      for (const block of message.reasoning ?? []) tokens += await countSliced(count, block.text, budget);
+    }
   }
   if (request.tools) tokens += await countSliced(count, JSON.stringify(request.tools), budget);
   return tokens;

@@ -222,3 +222,30 @@ t.test('images in tool results, stop sequences and tool_choice without parallel 
     }
   }
 });
+
+t.test('betas that change the price stay with the operator', async (t) => {
+  sim.reset();
+  const response = await postJson(`${gw.url}/v1/messages`, { 'x-api-key': key, 'anthropic-version': '2023-06-01', 'anthropic-beta': 'context-1m-2025-08-07,interleaved-thinking-2025-05-14,mcp-client-2025-04-04' }, {
+    model: 'anthropic/claude-haiku-4-5',
+    max_tokens: 100,
+    messages: [{ role: 'user', content: 'hi' }],
+  });
+  t.equal(response.status, 200, response.text);
+  t.equal(header(last('anthropic'), 'anthropic-beta'), 'interleaved-thinking-2025-05-14');
+  t.match(header(response, 'x-gateway-ignored-params') ?? '', /anthropic-beta: context-1m-2025-08-07, anthropic-beta: mcp-client-2025-04-04/);
+});
+
+t.test("a thinking block the gateway signed is never replayed to Claude, whatever family it names", async (t) => {
+  sim.reset();
+  const response = await postJson(`${gw.url}/v1/messages`, { 'x-api-key': key, 'anthropic-version': '2023-06-01' }, {
+    model: 'anthropic/claude-haiku-4-5',
+    max_tokens: 100,
+    messages: [
+      { role: 'user', content: 'hi' },
+      { role: 'assistant', content: [{ type: 'thinking', thinking: 'x', signature: 'gateway:anthropic' }, { type: 'text', text: 'hello' }] },
+      { role: 'user', content: 'again' },
+    ],
+  });
+  t.equal(response.status, 200, response.text);
+  t.same((last('anthropic').body as Json).messages[1].content, [{ type: 'text', text: 'hello' }]);
+});

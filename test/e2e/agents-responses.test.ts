@@ -145,3 +145,49 @@ t.test('refused shapes still name the field', async (t) => {
   t.equal((last('openai').body as Json).reasoning_effort, 'low', 'the effort to a reasoning model');
   t.notOk(header(ok, 'x-gateway-dropped-tools'));
 });
+
+t.test('reasoning "none" asks for none: no thinking for Claude, no thinkingConfig for Gemini, nothing named as ignored', async (t) => {
+  for (const reasoning of [{ effort: 'none' }, {}, { summary: 'none' }]) {
+    sim.reset();
+    const claude = await client.responses.create({ model: 'anthropic/claude-haiku-4-5', input: 'hi', temperature: 0.3, reasoning } as OpenAI.Responses.ResponseCreateParamsNonStreaming).withResponse();
+    const sent = last('anthropic').body as Json;
+    t.notOk('thinking' in sent, `Claude without thinking for ${JSON.stringify(reasoning)}`);
+    t.equal(sent.temperature, 0.3, 'its temperature kept');
+    t.notOk(claude.response.headers.get('x-gateway-ignored-params'));
+    await client.responses.create({ model: 'gemini/gemini-2.5-flash', input: 'hi', reasoning } as OpenAI.Responses.ResponseCreateParamsNonStreaming);
+    t.notOk((last('gemini').body as Json).generationConfig.thinkingConfig, 'Gemini without thinkingConfig');
+  }
+  sim.reset();
+  await client.responses.create({ model: 'gemini/gemini-2.5-flash', input: 'hi', reasoning: { effort: 'xhigh' } } as unknown as OpenAI.Responses.ResponseCreateParamsNonStreaming);
+  t.equal((last('gemini').body as Json).generationConfig.thinkingConfig.thinkingBudget, 24576, 'xhigh is high, capped');
+});
+
+t.test('thinking and what Claude refuses beside it: a forced tool leaves thinking out, a temperature is dropped', async (t) => {
+  sim.reset();
+  const forced = await client.responses
+    .create({ model: 'anthropic/claude-haiku-4-5', input: 'hi', reasoning: { effort: 'low' }, tools: [TOOLS[0]], tool_choice: { type: 'function', name: 'exec_command' } })
+    .withResponse();
+  t.equal(forced.response.status, 200);
+  t.notOk('thinking' in (last('anthropic').body as Json), 'no thinking with a forced tool');
+  t.match(forced.response.headers.get('x-gateway-ignored-params') ?? '', /reasoning/);
+  const warm = await client.responses.create({ model: 'anthropic/claude-haiku-4-5', input: 'hi', reasoning: { effort: 'low' }, temperature: 0.2 }).withResponse();
+  const sent = last('anthropic').body as Json;
+  t.same(sent.thinking, { type: 'enabled', budget_tokens: 2048 });
+  t.notOk('temperature' in sent, 'temperature left out beside thinking');
+  t.match(warm.response.headers.get('x-gateway-ignored-params') ?? '', /temperature/);
+});
+
+t.test('a continued tool turn whose reasoning was not kept goes to Claude without thinking (Claude would refuse it)', async (t) => {
+  sim.reset();
+  const response = await postJson(`${gw.url}/v1/responses`, { authorization: `Bearer ${key}` }, {
+    ...codexBody('anthropic/claude-haiku-4-5', [
+      DEVELOPER,
+      USER,
+      { type: 'function_call', call_id: 'call_1', name: 'exec_command', arguments: '{"cmd":"ls"}' },
+      { type: 'function_call_output', call_id: 'call_1', output: 'README.md' },
+      { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'and now?' }] },
+    ]),
+  });
+  t.equal(response.status, 200, response.text);
+  t.notOk('thinking' in (last('anthropic').body as Json));
+});

@@ -31,7 +31,14 @@ const sim = await ProviderSimulator.start();
 t.teardown(() => sim.close());
 /** Claude Code's own default model names, mapped as a team would (README "Aliases"). */
 const ALIASES = { 'claude-opus-5-5': 'anthropic/claude-sonnet-4-5', 'claude-haiku-5-5': 'openai/gpt-4o-mini', 'claude-*': 'gemini/gemini-2.5-flash' };
-const gw = await startTestGateway({ providers: simulatedProviders(sim.url), aliases: ALIASES });
+/**
+ * The OpenAI provider takes the responses format natively (`responses: true`): Codex's calls to
+ * OpenAI models go to its /v1/responses as Codex sent them, Claude Code's (messages) are
+ * translated to chat completions.
+ */
+const providers = simulatedProviders(sim.url) as Record<string, Record<string, unknown>>;
+providers.openai = { ...providers.openai, responses: true };
+const gw = await startTestGateway({ providers, aliases: ALIASES });
 t.teardown(() => gw.stop());
 const guard = await startEgressGuard();
 t.teardown(() => guard.close());
@@ -165,6 +172,10 @@ for (const client of CLIENTS) {
           t.ok(row.cost > 0 && row.input_tokens > 0, `usage row ${row.request_id} has tokens and a cost (${row.input_tokens} in, ${row.output_tokens} out, ${row.cost} INR)`);
         }
         t.ok(rows.every((row) => row.endpoint === (client === 'claude-code' ? 'messages' : 'responses')), `the rows name the client's endpoint (${rows.map((r) => r.endpoint).join(', ')})`);
+        if (model.startsWith('openai/')) {
+          const path = client === 'codex' ? '/v1/responses' : '/v1/chat/completions';
+          t.ok(upstream.every((r) => r.path === path), `${client} on OpenAI reaches ${path} (${client === 'codex' ? 'natively' : 'translated'})`);
+        }
 
         // Each call billed to the µINR: the row's cost is its tokens at the catalog's prices, and
         // its tokens are what the provider reported (where the simulator keeps its usage).

@@ -26,7 +26,7 @@ t.test('a 400 carries the upstream\'s message unchanged', async (t) => {
   t.match(wire.error.message, /Unexpected role "system"/, 'the wording Claude Code looks for');
 
   const long = 'x'.repeat(5000);
-  t.equal(upstreamHttpError('p', { status: 422, message: long, body: undefined, retryAfterMs: undefined }).message, long, 'a long message too');
+  t.equal(upstreamHttpError('p', { status: 422, message: long, body: undefined, retryAfterMs: undefined }).message, `${'x'.repeat(500)}…`, 'a long message cut at 500 characters');
   t.match(upstreamHttpError('p', { status: 413, message: 'prompt is too long', body: undefined, retryAfterMs: undefined }), { status: 413, message: 'prompt is too long' });
   t.equal(upstreamHttpError('p', { status: 400, message: undefined, body: undefined, retryAfterMs: undefined }).message, 'p rejected the request (HTTP 400)', 'no message: the gateway says who refused');
 });

@@ -3,9 +3,10 @@ import type { ChatProviderType, GatewayConfig, ModelConfig, ProviderConfig } fro
 import type { ChatRequest } from '../../core/canonical.js';
 import type { ChatDraft } from '../../core/call-context.js';
 import { errors, isGatewayError } from '../../core/errors.js';
-import { rateHeaders, takeRateSlot } from '../../core/gateway/admission.js';
+import { exhaustedKey, rateHeaders, takeRateSlot } from '../../core/gateway/admission.js';
+import { modelPromptMargin } from '../../core/gateway/margin.js';
 import { acceptOrThrow, readAll } from '../../core/gateway/upstream-call.js';
-import { IMAGE_TOKEN_TYPICAL, promptTokenEstimate, type PromptTokenMargin } from '../../core/tokens.js';
+import { IMAGE_TOKEN_TYPICAL, promptTokenEstimate } from '../../core/tokens.js';
 import { isObject } from '../../core/validate.js';
 import type { RequestContext, Route } from '../../http/server.js';
 import type { Router } from '../../http/router.js';
@@ -46,7 +47,9 @@ export function registerCountTokensRoute(router: Router<Route>, app: App): void 
     renderError: encodeMessagesError,
     handle: async (ctx) => {
       const key = await requireApiKey(app, ctx);
-      const draft = decodeCountRequest(await ctx.json(), ctx.req.headers['anthropic-beta']);
+      const spent = exhaustedKey(key);
+      if (spent) throw spent;
+      const draft = decodeCountRequest(await ctx.json(), ctx.req.headers['anthropic-beta'], ctx.req.headers['anthropic-version']);
       const call = callContext(ctx, key, 'messages.count_tokens');
       resolveAliases(app.catalog, 'chat', draft, call);
       const model = app.catalog.resolve(draft.model, 'chat');
@@ -68,11 +71,11 @@ export function registerCountTokensRoute(router: Router<Route>, app: App): void 
  * ignored, not refused) and no stream; everything else is checked as /v1/messages checks it,
  * its 400s naming the field.
  */
-function decodeCountRequest(raw: unknown, beta: string | string[] | undefined): ChatDraft {
+function decodeCountRequest(raw: unknown, beta: string | string[] | undefined, version: string | string[] | undefined): ChatDraft {
   if (!isObject(raw)) throw errors.bodyNotObject();
   const body: Record<string, unknown> = { ...raw, max_tokens: 1 };
   delete body.stream;
-  const draft = decodeMessagesRequest(body, beta);
+  const draft = decodeMessagesRequest(body, beta, version);
   delete draft.maxTokens;
   return draft;
 }
@@ -94,7 +97,7 @@ async function countPrompt(app: App, ctx: RequestContext, model: ModelConfig, dr
       app.logger.warn({ req_id: ctx.requestId, model: model.id, provider: counter.provider.name, reason: isGatewayError(error) ? error.reason : String(error) }, 'count_tokens: the upstream could not count; estimated instead');
     }
   }
-  return { tokens: await promptTokenEstimate(request, modelMargin(app.config, model), IMAGE_TOKEN_TYPICAL), source: 'estimate' };
+  return { tokens: await promptTokenEstimate(request, modelPromptMargin(app.config, model), IMAGE_TOKEN_TYPICAL), source: 'estimate' };
 }
 
 interface UpstreamCounter {
@@ -131,17 +134,4 @@ async function countUpstream(app: App, ctx: RequestContext, counter: UpstreamCou
   const tokens = tokenCounter.parseCount(body);
   if (tokens === undefined) throw new Error('the count answer has no input_tokens');
   return tokens;
-}
-
-/** The prompt-token margin of a model: the largest of the families serving it, as admission's tight bound takes it (chat.ts). */
-function modelMargin(config: GatewayConfig, model: ModelConfig): PromptTokenMargin {
-  let margin: PromptTokenMargin | undefined;
-  for (const deployment of model.deployments) {
-    const provider = config.providers[deployment.provider];
-    if (!provider || provider.type === 'deepgram') continue;
-    const family = PROVIDER_FAMILIES[provider.type];
-    const own: PromptTokenMargin = provider.tokenizer ? { ...family.promptTokenMargin, ...provider.tokenizer } : family.promptTokenMargin;
-    margin = !margin ? own : { ratio: Math.max(margin.ratio, own.ratio), splitDigits: margin.splitDigits || own.splitDigits, toolsOverhead: Math.max(margin.toolsOverhead, own.toolsOverhead) };
-  }
-  return margin ?? PROVIDER_FAMILIES.openai.promptTokenMargin;
 }

@@ -2,6 +2,7 @@ import type { CacheControl, ContentPart, ImageSource, Message, ReasoningBlock, R
 import { errors } from '../../core/errors.js';
 import type { ChatDraft } from '../../core/gateway/chat.js';
 import { isObject, optionalModelList, optionalNumberIn, requiredModel, type JsonObject } from '../../core/validate.js';
+import { FOREIGN_SIGNATURE } from './encode.js';
 
 /**
  * Anthropic Messages request → canonical draft. Pure. Tool results in a user turn become
@@ -11,8 +12,7 @@ import { isObject, optionalModelList, optionalNumberIn, requiredModel, type Json
  */
 
 const MAPPED = new Set(['model', 'max_tokens', 'messages', 'system', 'stop_sequences', 'temperature', 'top_p', 'top_k', 'tools', 'tool_choice', 'metadata', 'stream', 'models', 'thinking']);
-/** Signature prefix of a thinking block the gateway made from another family's reasoning (encode.ts). */
-const FOREIGN_SIGNATURE = 'gateway:';
+
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,128}$/;
 const MEDIA_TYPES = ['image/jpeg', 'image/png', 'image/gif', 'image/webp'];
 
@@ -188,8 +188,11 @@ function decodeTurns(value: unknown, inlineSystem: boolean): Message[] {
           // blocks of another family's reasoning are marked so and dropped for Claude.
           if (typeof block.thinking !== 'string') throw errors.invalidField(`${blockAt}.thinking`, 'must be a string');
           if (typeof block.signature !== 'string') throw errors.invalidField(`${blockAt}.signature`, 'must be a string');
-          const foreign = block.signature.startsWith(FOREIGN_SIGNATURE) ? block.signature.slice(FOREIGN_SIGNATURE.length) : undefined;
-          reasoning.push(foreign === 'openai' || foreign === 'gemini' ? { family: foreign, text: block.thinking } : { family: 'anthropic', text: block.thinking, signature: block.signature });
+          // A block the gateway signed (FOREIGN_SIGNATURE) carries no signature of Claude's: never replayed to Claude.
+          if (block.signature.startsWith(FOREIGN_SIGNATURE)) {
+            const family = block.signature.slice(FOREIGN_SIGNATURE.length);
+            reasoning.push({ family: family === 'gemini' || family === 'anthropic' ? family : 'openai', text: block.thinking });
+          } else reasoning.push({ family: 'anthropic', text: block.thinking, signature: block.signature });
         } else if (block.type === 'redacted_thinking') {
           if (typeof block.data !== 'string') throw errors.invalidField(`${blockAt}.data`, 'must be a string');
           reasoning.push({ family: 'anthropic', text: '', redacted: block.data });

@@ -51,6 +51,8 @@ const MAPPED = new Set([
 ]);
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const EFFORTS = ['minimal', 'low', 'medium', 'high'] as const;
+/** Prompt tokens a hosted tool may add upstream (a web search's results run to a few thousand), held for in advance. */
+const HOSTED_TOOL_ALLOWANCE = 16_000;
 
 export function decodeResponsesRequest(raw: unknown): DecodedResponsesRequest {
   if (!isObject(raw)) throw errors.bodyNotObject();
@@ -122,7 +124,7 @@ export function decodeResponsesRequest(raw: unknown): DecodedResponsesRequest {
   if (isObject(body.text)) echo.text = { ...body.text, format: isObject(body.text.format) ? body.text.format : { type: 'text' } };
   const reasoning = decodeReasoning(body.reasoning);
   if (reasoning) {
-    draft.reasoning = reasoning.request;
+    if (reasoning.request) draft.reasoning = reasoning.request;
     echo.reasoning = reasoning.echo;
   }
   echo.metadata = decodeMetadata(body.metadata);
@@ -219,8 +221,14 @@ function decodeInput(value: unknown): Message[] {
       case 'tool_search_output':
       case 'mcp_call':
       case 'mcp_list_tools':
+      case 'mcp_approval_request':
+      case 'mcp_approval_response':
       case 'computer_call':
       case 'computer_call_output':
+      case 'shell_call':
+      case 'shell_call_output':
+      case 'apply_patch_call':
+      case 'apply_patch_call_output':
       case 'compaction':
         // A hosted tool's record: meaningful to an upstream that runs it (sent natively), not to another family.
         break;
@@ -249,19 +257,20 @@ function decodeInclude(value: unknown): string[] {
 }
 
 /** `reasoning: {effort, summary}`: an effort, and whether a summary comes back ("auto", "concise", "detailed"; "none" or absent: no). */
-function decodeReasoning(value: unknown): { request: ReasoningRequest; echo: ResponsesEcho['reasoning'] } | undefined {
+function decodeReasoning(value: unknown): { request?: ReasoningRequest; echo: ResponsesEcho['reasoning'] } | undefined {
   if (value === undefined || value === null) return undefined;
   if (!isObject(value)) throw errors.invalidField('reasoning', 'must be an object such as {"effort": "medium", "summary": "auto"}');
   const effort = value.effort ?? null;
-  if (effort !== null && effort !== 'none' && !(EFFORTS as readonly unknown[]).includes(effort)) throw errors.invalidField('reasoning.effort', 'must be none, minimal, low, medium or high');
+  if (effort !== null && effort !== 'none' && effort !== 'xhigh' && !(EFFORTS as readonly unknown[]).includes(effort)) throw errors.invalidField('reasoning.effort', 'must be none, minimal, low, medium, high or xhigh');
   const summary = value.summary ?? value.generate_summary ?? null;
   if (summary !== null && typeof summary !== 'string') throw errors.invalidField('reasoning.summary', 'must be auto, concise, detailed or none');
   const echo = { effort: typeof effort === 'string' ? effort : null, summary: typeof summary === 'string' ? summary : null };
-  if (effort === 'none') return { request: {}, echo };
+  // No effort ("none") asks for no reasoning: the families that think only when asked do not.
+  if (effort === 'none') return { echo };
   const request: ReasoningRequest = {};
-  if (typeof effort === 'string') request.effort = effort as (typeof EFFORTS)[number];
+  if (typeof effort === 'string') request.effort = effort === 'xhigh' ? 'high' : (effort as (typeof EFFORTS)[number]);
   if (typeof summary === 'string' && summary !== 'none') request.summary = true;
-  return request.effort || request.summary ? { request, echo } : { request: {}, echo };
+  return request.effort || request.summary ? { request, echo } : { echo };
 }
 
 function decodeMessageItem(raw: JsonObject, at: string): Message {
@@ -345,12 +354,22 @@ function decodeTextFormat(value: unknown): ResponseFormat | undefined {
 /**
  * The body as an upstream taking the format natively gets it: without the gateway's `models`,
  * and without the reasoning items the gateway packed for another family (OpenAI would refuse
- * their encrypted content). What the canonical form leaves out is measured for the hold.
+ * their encrypted content). What would reach into the operator's upstream account or change
+ * its price is left out: `store` is always false (nothing kept upstream for a tenant), a
+ * stored `prompt` and a `service_tier` other than auto/default are dropped, and a
+ * code_interpreter runs in a new container, not one named by id. What the canonical form
+ * leaves out is measured for the hold.
  */
 function nativeBody(body: JsonObject): NonNullable<ChatDraft['native']> {
-  const { models: _fallbacks, ...native } = body;
+  const { models: _fallbacks, prompt: _storedPrompt, ...native } = body;
+  native.store = false;
+  if (native.service_tier !== undefined && native.service_tier !== 'auto' && native.service_tier !== 'default') delete native.service_tier;
+  if (Array.isArray(native.tools)) {
+    native.tools = native.tools.map((tool) => (isObject(tool) && tool.type === 'code_interpreter' && typeof tool.container === 'string' ? { ...tool, container: { type: 'auto' } } : tool));
+  }
   let extraBytes = 0;
-  if (Array.isArray(native.tools)) for (const tool of native.tools) if (isObject(tool) && typeof tool.type === 'string' && !['function', 'custom', 'namespace'].includes(tool.type)) extraBytes += JSON.stringify(tool).length;
+  // A hosted tool's results (search results, files, program output) are prompt the upstream adds: an allowance each.
+  if (Array.isArray(native.tools)) for (const tool of native.tools) if (isObject(tool) && typeof tool.type === 'string' && !['function', 'custom', 'namespace'].includes(tool.type)) extraBytes += JSON.stringify(tool).length + HOSTED_TOOL_ALLOWANCE;
   if (Array.isArray(native.input)) {
     const input = native.input.filter((item) => !(isObject(item) && item.type === 'reasoning' && typeof item.encrypted_content === 'string' && unpackReasoning(item.encrypted_content) !== undefined));
     for (const item of input) if (isObject(item) && typeof item.encrypted_content === 'string') extraBytes += item.encrypted_content.length;

@@ -35,6 +35,10 @@ export function cacheKeys(draft: ChatDraft, modelId: string, scope: string): Cac
     seed: draft.seed,
     response_format: draft.responseFormat,
     extra: draft.passthrough?.fields,
+    // Asked reasoning changes the answer (thinking blocks, a reasoning item), and so do the
+    // hosted tools a native upstream runs (they are not in `tools`).
+    reasoning: draft.reasoning,
+    hosted: draft.droppedTools,
   });
   const messages = draft.messages.map(messageShape);
   const exact = digest(['exact', scope, modelId, params, stable(messages)]);
@@ -61,18 +65,22 @@ function partShape(part: ContentPart): unknown {
 function messageShape(message: Message): unknown {
   switch (message.role) {
     case 'system':
-      return ['s', message.name, message.content.map(partShape)];
+      // New fields join the shape only when set, so that entries stored before them still match.
+      return message.inline ? ['s', message.name, message.content.map(partShape), 'inline'] : ['s', message.name, message.content.map(partShape)];
     case 'user':
       return ['u', message.name, message.content.map(partShape)];
-    case 'assistant':
-      return ['a', message.name, message.content.map(partShape), message.toolCalls.map((call) => [call.id, call.name, call.arguments])];
+    case 'assistant': {
+      const shape: unknown[] = ['a', message.name, message.content.map(partShape), message.toolCalls.map((call) => [call.id, call.name, call.arguments])];
+      if (message.reasoning?.length) shape.push(message.reasoning.map((block) => [block.family, block.text]));
+      return shape;
+    }
     case 'tool':
       return ['r', message.toolCallId, message.isError, message.content.map(partShape)];
   }
 }
 
 function toolShape(tool: ToolDefinition): unknown {
-  return [tool.name, tool.description, tool.parameters, tool.strict];
+  return tool.anthropic ? [tool.name, tool.description, tool.parameters, tool.strict, tool.anthropic] : [tool.name, tool.description, tool.parameters, tool.strict];
 }
 
 /** JSON with object keys sorted (at every depth) and undefined dropped: equal values, equal text. */

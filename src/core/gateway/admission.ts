@@ -279,16 +279,21 @@ export async function takeRateSlot(limiter: RateLimiter, keyId: string, limit: n
   return rate;
 }
 
+/** 402 for a key that has used its whole budget: it stops working, free requests (count_tokens) included. */
+export function exhaustedKey(key: { budgetMicros: number | null; spentMicros: number }): GatewayError | undefined {
+  if (key.budgetMicros === null || key.spentMicros < key.budgetMicros) return undefined;
+  return new GatewayError({
+    status: 402,
+    type: 'budget_exceeded',
+    reason: 'budget_exceeded',
+    message: `this API key has used its budget of ${formatInrDisplay(key.budgetMicros)}: raise the key's budget or use another key`,
+  });
+}
+
 /** An empty wallet pays for nothing, not even a free model's call; a key past its budget neither. */
 function emptyOrExhausted(balance: number, key: Funds['key']): GatewayError | undefined {
-  if (key && key.budgetMicros !== null && key.spentMicros >= key.budgetMicros) {
-    return new GatewayError({
-      status: 402,
-      type: 'budget_exceeded',
-      reason: 'budget_exceeded',
-      message: `this API key has used its budget of ${formatInrDisplay(key.budgetMicros)}: raise the key's budget or use another key`,
-    });
-  }
+  const spent = key ? exhaustedKey(key) : undefined;
+  if (spent) return spent;
   if (balance <= 0) {
     return new GatewayError({
       status: 402,

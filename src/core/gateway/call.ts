@@ -1,6 +1,5 @@
 import type { Deployment, ModelConfig, ModelType, ProviderConfig } from '../../config/types.js';
 import type { CallSignal } from '../abort.js';
-import type { CallContext } from '../call-context.js';
 import type { ChatResult, GatewayStreamEvent, Usage } from '../canonical.js';
 import type { Admission } from './admission.js';
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { ChatProviderType, GatewayConfig, ModelConfig } from '../../config/types.js';
+import type { ChatProviderType, GatewayConfig } from '../../config/types.js';
 import { PROVIDER_FAMILIES } from '../../providers/registry.js';
 import { upstreamMalformed } from '../../providers/shared/errors.js';
 import { classifyUpstreamError, type UpstreamClient } from '../../providers/shared/upstream.js';
@@ -21,6 +21,7 @@ import { ChatCacheHits } from './chat-cache-hits.js';
 import { holdStream, readStream, type HeldStream } from './chat-stream.js';
 import { inlineRemoteImages } from './images.js';
 import { fallbackNames } from './chain.js';
+import { modelPromptMargin } from './margin.js';
 import type { CallPipeline } from './pipeline.js';
 import { acceptOrThrow } from './upstream-call.js';
 
@@ -114,7 +115,7 @@ export class ChatService {
       model: routed.model,
       headers,
       events: this.relay(routed, request, ctx, plan, keep),
-      estimatePrompt: async () => ({ ...emptyUsage(), inputTokens: await countPromptTokens(request) }),
+      estimatePrompt: () => estimatePrompt(request, this.logger, ctx.requestId),
       native,
     };
     const promptUsage = routed.answer.held.meter.promptUsage;
@@ -182,7 +183,7 @@ export class ChatService {
     const keep = plan?.outcome === 'lookup';
     return {
       type: 'chat',
-      plan: (model) => ({ margin: this.margin(model) }),
+      plan: (model) => ({ margin: modelPromptMargin(this.config, model) }),
       admit: (model, chatPlan, first) =>
         this.admitter.admit({
           requestId: ctx.requestId,
@@ -197,7 +198,7 @@ export class ChatService {
           // the benchmark) can see how often.
           promptEstimate: async () => {
             try {
-              const tight = await promptTokenEstimate(draft, chatPlan.margin);
+              const tight = (await promptTokenEstimate(draft, chatPlan.margin)) + (draft.native?.extraBytes ?? 0);
               this.logger.info({ req_id: ctx.requestId, model: model.id, fast, tight }, 'tight prompt bound');
               return tight;
             } catch (error) {
@@ -241,19 +242,6 @@ export class ChatService {
     };
   }
 
-  /** The prompt-token margin of a model: the largest of the families serving it (its hold covers any of them). */
-  private margin(model: ModelConfig): PromptTokenMargin {
-    let margin: PromptTokenMargin | undefined;
-    for (const deployment of model.deployments) {
-      const provider = this.config.providers[deployment.provider];
-      if (!provider) continue;
-      const family = PROVIDER_FAMILIES[provider.type as ChatProviderType];
-      const own: PromptTokenMargin = provider.tokenizer ? { ...family.promptTokenMargin, ...provider.tokenizer } : family.promptTokenMargin;
-      margin = !margin ? own : { ratio: Math.max(margin.ratio, own.ratio), splitDigits: margin.splitDigits || own.splitDigits, toolsOverhead: Math.max(margin.toolsOverhead, own.toolsOverhead) };
-    }
-    return margin ?? PROVIDER_FAMILIES.openai.promptTokenMargin;
-  }
-
   /** The routed call's headers, the response cache's outcome and the parameters the serving upstream could not take. */
   private headers(routed: Routed<ChatPlan, unknown>, draft: ChatDraft, call: UpstreamRequest, plan: CachePlan | undefined): Record<string, string> {
     const headers = routed.headers;
@@ -277,6 +265,20 @@ export class ChatService {
 
 function cacheRecord(plan: CachePlan | undefined): { outcome: 'bypass' | 'miss' } | undefined {
   return plan ? { outcome: plan.outcome === 'bypass' ? 'bypass' : 'miss' } : undefined;
+}
+
+/**
+ * The prompt's usage for a format that states it before the first content, when the upstream
+ * did not (only Claude does): the gateway's count. If the tokenizer cannot load, a quarter
+ * of the byte bound (prose's ratio) stands in: the stream must not fail for a figure.
+ */
+async function estimatePrompt(request: ChatRequest, logger: Logger, requestId: string): Promise<Usage> {
+  try {
+    return { ...emptyUsage(), inputTokens: await countPromptTokens(request) };
+  } catch (error) {
+    logger.error({ err: error, req_id: requestId }, 'could not count the prompt for message_start');
+    return { ...emptyUsage(), inputTokens: Math.ceil(promptTokenBound(request) / 4) };
+  }
 }
 
 /** Billing counts for a call the upstream reported no usage for. */

@@ -68,15 +68,28 @@ export function buildAnthropicRequest(request: ChatRequest, provider: ProviderCo
   if (own) {
     for (const [key, value] of Object.entries(own)) if (!(key in body)) body[key] = value;
   }
-  return { url: `${provider.baseUrl}/v1/messages`, headers: withBeta(providerHeaders(provider, anthropicHeaders), request), body, ignoredParams };
+  return { url: `${provider.baseUrl}/v1/messages`, headers: withBeta(providerHeaders(provider, anthropicHeaders), request, ignoredParams), body, ignoredParams };
 }
 
+/**
+ * Betas that change what a call costs beyond the catalog's prices (the 1M context window's
+ * long-context rates, Claude calling remote MCP servers whose output the hold never saw):
+ * an operator can enable them in the provider's own `headers`, a client cannot.
+ */
+const PRICED_BETAS = /^(context-1m-|mcp-client-)/;
+
 /** The client's `anthropic-beta` values go to Claude with the provider's own (shared headers are copied, not changed). */
-function withBeta(headers: Readonly<Record<string, string>>, request: ChatRequest): Readonly<Record<string, string>> {
-  const beta = request.passthrough?.family === 'anthropic' ? request.passthrough.headers?.['anthropic-beta'] : undefined;
-  if (!beta) return headers;
+function withBeta(headers: Readonly<Record<string, string>>, request: ChatRequest, ignoredParams: string[]): Readonly<Record<string, string>> {
+  const asked = request.passthrough?.family === 'anthropic' ? request.passthrough.headers?.['anthropic-beta'] : undefined;
+  if (!asked) return headers;
+  const betas = asked.split(',').filter((beta) => {
+    if (!PRICED_BETAS.test(beta)) return true;
+    ignoredParams.push(`anthropic-beta: ${beta}`);
+    return false;
+  });
+  if (betas.length === 0) return headers;
   const own = headers['anthropic-beta'];
-  return { ...headers, 'anthropic-beta': own ? `${own},${beta}` : beta };
+  return { ...headers, 'anthropic-beta': own ? `${own},${betas.join(',')}` : betas.join(',') };
 }
 
 function anthropicHeaders(provider: ProviderConfig): Record<string, string> {

@@ -53,11 +53,12 @@ export function replayedThinking(reasoning: readonly ReasoningBlock[] | undefine
 function unsignedToolTurn(request: ChatRequest): boolean {
   const messages = request.messages;
   let index = messages.length - 1;
-  while (index >= 0 && messages[index]?.role === 'tool') index--;
-  if (index === messages.length - 1) return false;
+  while (index >= 0 && messages[index]?.role !== 'assistant') index--;
   const turn = messages[index];
   if (turn?.role !== 'assistant' || turn.toolCalls.length === 0) return false;
-  return !turn.reasoning?.some((block) => block.family === 'anthropic' && (block.signature !== undefined || block.redacted !== undefined));
+  // The loop continues when the call's results follow it (a user turn may add text after them).
+  const continued = messages.slice(index + 1).some((message) => message.role === 'tool');
+  return continued && !turn.reasoning?.some((block) => block.family === 'anthropic' && (block.signature !== undefined || block.redacted !== undefined));
 }
 
 /**

@@ -29,7 +29,7 @@ export function upstreamHttpError(provider: string, answer: UpstreamErrorAnswer)
       reason: 'upstream_invalid_request',
       // The upstream's own words, unchanged (x-gateway-provider says whose): clients act on
       // them (Claude Code drops system turns on Claude's 'Unexpected role "system"').
-      message: answer.message ?? `${provider} rejected the request (HTTP ${status})`,
+      message: answer.message ? truncate(answer.message) : `${provider} rejected the request (HTTP ${status})`,
       upstream,
     });
   }
