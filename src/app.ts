@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { GatewayConfig, ModelConfig } from './config/types.js';
 import { KeyAuthenticator } from './core/auth/key-auth.js';
 import { KeyInvalidations } from './core/auth/key-invalidation.js';
+import { PasswordPool } from './core/auth/password-pool.js';
 import { UsageRelay } from './core/management/usage-relay.js';
 import { resolveJwtSecret, SessionTokens } from './core/auth/sessions.js';
 import { Catalog } from './core/catalog.js';
@@ -37,6 +38,8 @@ export interface App {
   readonly sessions: SessionTokens;
   readonly keyAuth: Record<KeyKind, KeyAuthenticator>;
   readonly accounts: AccountService;
+  /** bcrypt's worker threads (started on first use; closed by main.ts). */
+  readonly passwords: PasswordPool;
   readonly keys: KeyService;
   readonly wallet: WalletService;
   readonly usage: UsageService;
@@ -113,6 +116,7 @@ export function createApp(config: GatewayConfig, store: Store, redis: Redis | un
     ? new ResponseCache(config.cache, { openEntries: (limits) => store.openCache(limits, logger), redis, redisPrefix: prefix, embed: promptEmbedder(config, catalog, media), logger })
     : undefined;
   const chat = new ChatService(config, catalog, admitter, pipeline, upstream, logger, cache);
+  const passwords = new PasswordPool({ logger });
   return {
     config,
     logger,
@@ -120,7 +124,8 @@ export function createApp(config: GatewayConfig, store: Store, redis: Redis | un
     redis,
     sessions: new SessionTokens(resolveJwtSecret(config.auth.jwtSecret, config.database.path), config.auth.sessionTtlSeconds),
     keyAuth,
-    accounts: new AccountService(store, { bcryptRounds: config.auth.bcryptRounds, login: config.auth.login }),
+    accounts: new AccountService(store, { bcryptRounds: config.auth.bcryptRounds, passwords, login: config.auth.login }),
+    passwords,
     keys: new KeyService(store, keyAuth),
     wallet: new WalletService(store),
     usage,

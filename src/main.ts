@@ -96,7 +96,9 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     logger,
     maxBodyBytes: config.server.maxBodyBytes,
     trustProxy: config.server.trustProxy,
+    trustedProxies: config.server.trustedProxies,
     isShuttingDown: () => app.lifecycle.shuttingDown,
+    limits: config.server.limits,
   });
   const flushTimer = setInterval(() => void flushLastUsed(app), LAST_USED_FLUSH_MS);
   flushTimer.unref();
@@ -144,6 +146,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       app.media.stopDrains();
       await Promise.all([app.chat.settled(2000), app.media.settled(2000)]);
       app.pipeline.close();
+      await app.passwords.close();
       app.hostedImages.close();
       await app.cache?.close();
       await app.settlement.close();

@@ -1,5 +1,6 @@
 import type { App } from '../app.js';
 import { errors, isGatewayError } from '../core/errors.js';
+import { SignupLimits } from '../core/limits/signup-limits.js';
 import { rejectUnknownFields, requiredEmail, requiredString, requireObject, type JsonObject } from '../core/validate.js';
 import { clearSessionCookie, sessionCookie } from '../http/cookies.js';
 import type { Route } from '../http/server.js';
@@ -19,6 +20,8 @@ export function requiredPassword(body: JsonObject): string {
 
 export function registerAuthRoutes(router: Router<Route>, app: App): void {
   const cookie = (token: string): string => sessionCookie(token, app.config.auth.sessionTtlSeconds, app.config.auth.cookieSecure);
+  const signup = app.config.auth.signup;
+  const signupLimits = new SignupLimits(signup, app.redis && { client: app.redis, prefix: app.config.redis?.keyPrefix ?? 'gateway:' });
 
   router.add('POST', '/api/auth/signup', {
     handle: async (ctx) => {
@@ -29,6 +32,10 @@ export function registerAuthRoutes(router: Router<Route>, app: App): void {
       const email = requiredEmail(body);
       const password = requiredPassword(body);
       const name = requiredString(body, 'name', { max: 200 });
+      if (signup.emailDomains.length > 0 && !signup.emailDomains.includes(email.slice(email.lastIndexOf('@') + 1))) throw errors.emailDomainNotAllowed(signup.emailDomains);
+      // A well-formed request takes a slot (per address, and of the gateway's rate) before the
+      // password is hashed: past a limit, 429 at the cost of a lookup.
+      await signupLimits.admit(ctx.clientIp, ctx.requestId);
       const account = await app.accounts.create({ email, name, password, role: 'user' });
       const { token, session } = await app.sessions.issue(account.id);
       ctx.send(200, { user: presentAccount(account), token, csrf_token: app.sessions.csrfToken(session), expires_at: new Date(session.expiresAt).toISOString() }, { 'set-cookie': cookie(token) });

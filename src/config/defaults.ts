@@ -11,6 +11,11 @@ export const DEFAULT_RAW_CONFIG = {
     max_body_size: '25mb',
     shutdown_timeout: '10s',
     trust_proxy: false,
+    // Slow clients (src/config/server-limits.ts has the reasons); max_in_flight and
+    // max_connections are sized for the machine there when unset.
+    headers_timeout: '20s',
+    request_timeout: '300s',
+    body_idle_timeout: '20s',
   },
   database: { path: './data/gateway.db', busy_timeout: '5s', billing_batch_window: '100ms' },
   auth: {
@@ -19,6 +24,8 @@ export const DEFAULT_RAW_CONFIG = {
     allow_signup: true,
     cookie_secure: false,
     login: { max_failures: 5, window: '15m' },
+    // Sign-ups an hour per client address (an IPv6 /64) and a minute in all; 0: no limit.
+    signup: { per_address: 5, per_minute: 60, email_domains: [] },
   },
   logging: { level: 'info' },
   cache: {

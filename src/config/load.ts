@@ -20,6 +20,8 @@ import { interpolateEnv } from './interpolate.js';
 import { readAliases } from './aliases.js';
 import { readFallbacks, readRouting } from './routing.js';
 import { readBillingBatch, readCache, readOutbound } from './sections.js';
+import { readServerLimits } from './server-limits.js';
+import { readSignup, readTrustedProxies } from './public-access.js';
 import { PROVIDER_TYPES, type GatewayConfig, type ProviderType, type ModelConfig, type ProviderConfig } from './types.js';
 import { ConfigError } from './errors.js';
 import { BUILTIN_CATALOG, parseYamlFile, readCatalogFile } from './files.js';
@@ -80,10 +82,10 @@ export function buildConfig(userRaw: unknown, options: BuildOptions): GatewayCon
   const problems = new Problems(unset);
   problems.lines.push(...topProblems.lines);
 
-  const server = readSection(raw.server, 'server', ['host', 'port', 'max_body_size', 'shutdown_timeout', 'trust_proxy', 'public_url'], problems);
+  const server = readSection(raw.server, 'server', ['host', 'port', 'max_body_size', 'shutdown_timeout', 'trust_proxy', 'trusted_proxies', 'public_url', 'max_in_flight', 'max_connections', 'headers_timeout', 'request_timeout', 'body_idle_timeout'], problems);
   const database = readSection(raw.database, 'database', ['path', 'url', 'pool_size', 'busy_timeout', 'billing_batch_window'], problems);
   const redis = readSection(raw.redis, 'redis', ['url', 'key_prefix', 'hold_lease'], problems);
-  const auth = readSection(raw.auth, 'auth', ['jwt_secret', 'session_ttl', 'bcrypt_rounds', 'allow_signup', 'cookie_secure', 'login'], problems);
+  const auth = readSection(raw.auth, 'auth', ['jwt_secret', 'session_ttl', 'bcrypt_rounds', 'allow_signup', 'cookie_secure', 'login', 'signup'], problems);
   const login = readSection(auth.login, 'auth.login', ['max_failures', 'window'], problems);
   const logging = readSection(raw.logging, 'logging', ['level'], problems);
   const outbound = readSection(raw.outbound, 'outbound', ['allow_private', 'allow_ports'], problems);
@@ -114,7 +116,9 @@ export function buildConfig(userRaw: unknown, options: BuildOptions): GatewayCon
       maxBodyBytes: readSize(server, 'max_body_size', 'server', problems, 25 * 1024 * 1024, 1024, 512 * 1024 * 1024),
       shutdownTimeoutMs: readDuration(server, 'shutdown_timeout', 'server', problems, 10_000, 0),
       trustProxy: readBool(server, 'trust_proxy', 'server', problems, false),
+      trustedProxies: readTrustedProxies(server, problems),
       publicUrl: readUrl(server, 'public_url', 'server', problems, false)?.replace(/\/+$/, ''),
+      limits: readServerLimits(server, problems),
     },
     database: {
       path: dbPath === ':memory:' ? dbPath : resolve(options.baseDir, dbPath),
@@ -132,6 +136,7 @@ export function buildConfig(userRaw: unknown, options: BuildOptions): GatewayCon
         maxFailures: readInt(login, 'max_failures', 'auth.login', problems, 1, 1000, 5),
         windowSeconds: Math.floor(readDuration(login, 'window', 'auth.login', problems, 900_000, 1000) / 1000),
       },
+      signup: readSignup(auth.signup, problems),
     },
     logging: { level: readEnum(logging, 'level', 'logging', problems, ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info') },
     outbound: readOutbound(outbound, problems),
@@ -173,6 +178,9 @@ function mergeWithDefaults(user: Raw): Raw {
   const auth = out.auth;
   if (isRecord(auth) && isRecord(user.auth) && isRecord(user.auth.login)) {
     auth.login = { ...(defaults.auth as Raw).login as Raw, ...user.auth.login };
+  }
+  if (isRecord(auth) && isRecord(user.auth) && isRecord(user.auth.signup)) {
+    auth.signup = { ...((defaults.auth as Raw).signup as Raw), ...user.auth.signup };
   }
   if (user.redis !== undefined) out.redis = user.redis;
   const providers = user.providers;

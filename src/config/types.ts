@@ -233,6 +233,34 @@ export interface CacheConfig {
   };
 }
 
+/** `auth.signup:` in the YAML: how fast anonymous clients may create accounts, and with which addresses. */
+export interface SignupConfig {
+  /** Sign-ups an hour from one client address (an IPv6 /64); 0: no limit. */
+  perAddressPerHour: number;
+  /** Sign-ups a minute over the whole gateway (every daemon sharing Redis); 0: no limit. */
+  perMinute: number;
+  /** Lowercase domains whose email addresses may sign up; empty: any. */
+  emailDomains: readonly string[];
+}
+
+/**
+ * What protects the daemon from more calls than it can serve and from slow clients
+ * (`server.max_in_flight`, `max_connections`, `headers_timeout`, `request_timeout`,
+ * `body_idle_timeout`): src/http/server.ts.
+ */
+export interface ServerLimits {
+  /** Calls in flight (streams until they end) beyond which a new one gets 503 `overloaded` at once; health endpoints are never counted nor refused. */
+  maxInFlight: number;
+  /** Open sockets beyond which a new one is closed as it is accepted (node's server.maxConnections). */
+  maxConnections: number;
+  /** The most time from a connection's (or a request's) first byte to the end of its headers (node's headersTimeout); 408 and close beyond. */
+  headersTimeoutMs: number;
+  /** The most time from a request's first byte to the end of its body (node's requestTimeout; 0: none). Never the response: a stream runs on. */
+  requestTimeoutMs: number;
+  /** The longest pause while a request body is read before 408 and close (0: none). */
+  bodyIdleTimeoutMs: number;
+}
+
 export interface GatewayConfig {
   server: {
     host: string;
@@ -242,10 +270,17 @@ export interface GatewayConfig {
     /** Trust `x-forwarded-for` for the client address (only behind a proxy you run). */
     trustProxy: boolean;
     /**
+     * With trustProxy: the proxies' addresses and CIDRs. The client address is the rightmost
+     * X-Forwarded-For entry none of them is; empty: the socket's peer is the one proxy (the last entry).
+     */
+    trustedProxies: readonly string[];
+    /**
      * The address clients reach the gateway at (`https://llm.example.com`), for the URLs of
      * images it hosts; absent: the request's Host (and X-Forwarded-Proto/Host with trust_proxy).
      */
     publicUrl: string | undefined;
+    /** Overload shedding and slow-client limits (the flat `server.*` keys of ServerLimits). */
+    limits: ServerLimits;
   };
   database: {
     /** The SQLite file (the embedded default); with `url`, the directory of this host's own files (the cache file, hosted images). */
@@ -269,6 +304,8 @@ export interface GatewayConfig {
     allowSignup: boolean;
     cookieSecure: boolean;
     login: { maxFailures: number; windowSeconds: number };
+    /** Limits on `POST /api/auth/signup` (with allowSignup). */
+    signup: SignupConfig;
   };
   logging: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
   /** What the gateway may fetch on a caller's behalf (image URLs): src/core/outbound/. */

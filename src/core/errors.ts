@@ -21,6 +21,7 @@ export type ErrorType =
   | 'budget_exceeded'
   | 'api_error'
   | 'service_unavailable'
+  | 'overloaded'
   | 'upstream_error'
   | 'timeout_error';
 
@@ -102,6 +103,13 @@ export const errors = {
       type: 'request_too_large',
       reason: 'body_too_large',
       message: `request body exceeds the limit of ${limit} bytes`,
+    }),
+  bodyTimeout: (idleMs: number) =>
+    new GatewayError({
+      status: 408,
+      type: 'timeout_error',
+      reason: 'body_timeout',
+      message: `the request body stalled: no bytes for ${idleMs} ms`,
     }),
   unsupportedMediaType: (expected: string) =>
     new GatewayError({
@@ -207,6 +215,39 @@ export const errors = {
     }),
   signupDisabled: () =>
     new GatewayError({ status: 403, type: 'permission_error', reason: 'signup_disabled', message: 'sign-up is disabled on this gateway' }),
+  /** `auth.signup.email_domains`: the address's domain is not one of them. */
+  emailDomainNotAllowed: (domains: readonly string[]) =>
+    new GatewayError({
+      status: 403,
+      type: 'permission_error',
+      reason: 'email_domain_not_allowed',
+      message: `email: sign-up on this gateway is limited to addresses at ${domains.join(', ')}`,
+      param: 'email',
+    }),
+  /** Past `auth.signup.per_address` (this client) or `auth.signup.per_minute` (every client). */
+  signupLimited: (scope: 'address' | 'gateway', retryAfterSeconds: number) =>
+    new GatewayError({
+      status: 429,
+      type: 'rate_limit_exceeded',
+      reason: scope === 'address' ? 'too_many_signups_from_address' : 'too_many_signups',
+      message:
+        scope === 'address'
+          ? `too many sign-ups from this address: try again in ${retryAfterSeconds} seconds`
+          : `too many sign-ups on this gateway right now: try again in ${retryAfterSeconds} seconds`,
+      retryable: true,
+      headers: { 'retry-after': String(retryAfterSeconds) },
+    }),
+  /** The shared sign-up counters (Redis) could not be read: refuse rather than sign up unchecked. */
+  signupLimitsUnavailable: (cause: unknown) =>
+    new GatewayError({
+      status: 503,
+      type: 'service_unavailable',
+      reason: 'limits_unavailable',
+      message: 'the gateway cannot check sign-up limits right now (its Redis is unreachable); retry shortly',
+      retryable: true,
+      headers: { 'retry-after': '1' },
+      cause,
+    }),
 
   // conflicts
   emailTaken: (email: string) =>
@@ -225,6 +266,26 @@ export const errors = {
   // service state
   notReady: (what: string) =>
     new GatewayError({ status: 503, type: 'service_unavailable', reason: 'not_ready', message: `${what} is not available` }),
+  /** More calls in flight than `server.max_in_flight`: refused at once, before any work. */
+  overloaded: () =>
+    new GatewayError({
+      status: 503,
+      type: 'overloaded',
+      reason: 'overloaded',
+      message: 'the gateway is at its limit of calls in flight: retry shortly',
+      retryable: true,
+      headers: { 'retry-after': '1' },
+    }),
+  /** Every password worker busy and its queue full (core/auth/password-pool.ts): refused at once. */
+  passwordQueueFull: () =>
+    new GatewayError({
+      status: 503,
+      type: 'overloaded',
+      reason: 'password_queue_full',
+      message: 'too many sign-ups and logins are being checked right now: retry shortly',
+      retryable: true,
+      headers: { 'retry-after': '1' },
+    }),
   shuttingDown: () =>
     new GatewayError({ status: 503, type: 'service_unavailable', reason: 'shutting_down', message: 'the gateway is shutting down' }),
   databaseUnavailable: () =>

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import busboy from 'busboy';
 import { CallAborted, errors, GatewayError } from '../core/errors.js';
+import { watchBodyIdle } from './body.js';
 
 export interface UploadedFile {
   field: string;
@@ -22,6 +23,8 @@ export interface MultipartLimits {
   fieldBytes: number;
   /** The most text fields. */
   fields: number;
+  /** The longest pause in the body before 408 (ctx.bodyIdleTimeoutMs; 0 or absent: none). */
+  idleMs?: number;
 }
 
 /**
@@ -77,6 +80,12 @@ export function readMultipart(req: IncomingMessage, limits: MultipartLimits): Pr
       reject(failure ?? errors.invalidField('body', `is not a well-formed multipart/form-data body (${error.message})`));
     });
     parser.on('close', () => (failure ? reject(failure) : resolve(form)));
+    // A stalled upload: 408, and the server closes the connection (the rest is never read).
+    watchBodyIdle(req, limits.idleMs ?? 0, () => {
+      req.unpipe(parser);
+      req.pause();
+      reject(errors.bodyTimeout(limits.idleMs ?? 0));
+    });
     // The client went away mid-upload: an abort, not a server error.
     req.on('error', () => reject(new CallAborted('client disconnected during the upload')));
     req.on('aborted', () => reject(new CallAborted('client disconnected during the upload')));

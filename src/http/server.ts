@@ -4,8 +4,10 @@ import { CallSignal } from '../core/abort.js';
 import { CallAborted, errors, GatewayError, isGatewayError } from '../core/errors.js';
 import { newRequestId } from '../core/ids.js';
 import { readJson } from './body.js';
+import { proxyTrust, resolveClientAddress, type ProxyTrust } from '../core/client-address.js';
 import { sendError, sendJson, setRequestId } from './respond.js';
 import type { Router } from './router.js';
+import type { ServerLimits } from '../config/types.js';
 import { isTransient } from '../store/errors.js';
 
 export interface RequestContext {
@@ -21,7 +23,9 @@ export interface RequestContext {
   readonly signal: CallSignal;
   /** Extra fields for this request's access-log line (account id, key id); never secrets. */
   readonly logFields: Record<string, string | number | boolean>;
-  /** The parsed JSON body (413 past the size limit, 400 when it is not JSON). */
+  /** The longest pause while the body is read (server.body_idle_timeout; 0: none): readers other than json() apply it too. */
+  readonly bodyIdleTimeoutMs: number;
+  /** The parsed JSON body (413 past the size limit, 400 when it is not JSON, 408 when it stalls). */
   json(): Promise<unknown>;
   send(status: number, body: unknown, headers?: Record<string, string | string[]>): void;
 }
@@ -39,18 +43,71 @@ export interface HttpServerOptions {
   logger: Logger;
   maxBodyBytes: number;
   trustProxy: boolean;
+  /** With trustProxy: the proxies' addresses and CIDRs (`server.trusted_proxies`); empty or absent: the socket's peer only. */
+  trustedProxies?: readonly string[];
   isShuttingDown: () => boolean;
+  /** Overload shedding and slow-client limits (`server.*` in the config); absent fields: none (node's timeouts). */
+  limits?: Partial<ServerLimits>;
   /** A GET or HEAD no route matches: the route that serves it (the dashboard's client-side pages), if any. */
   fallback?: (path: string, accept: string | undefined) => Route | undefined;
 }
 
+/** A server built without limits: the daemon's behaviour before them (node's timeouts, nothing shed). */
+const NO_LIMITS: ServerLimits = { maxInFlight: Infinity, maxConnections: Infinity, headersTimeoutMs: 60_000, requestTimeoutMs: 0, bodyIdleTimeoutMs: 0 };
+
+/** Paths never shed nor counted in flight: a load balancer must see the daemon alive while it sheds. */
+const HEALTH_PATHS: ReadonlySet<string> = new Set(['/health', '/health/ready']);
+
+/** At most one "shedding" or "dropping connections" warning per this long (each shed call has its access line). */
+const OVERLOAD_WARN_MS = 10_000;
+
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Each server's count of calls in flight, for tests and reports (serverInFlight). */
+const inFlightOf = new WeakMap<Server, () => number>();
+
+/** The calls in flight on a server createHttpServer built (health checks aside). */
+export function serverInFlight(server: Server): number {
+  return inFlightOf.get(server)?.() ?? 0;
+}
 
 /** node:http server: request ids, routing, JSON bodies, one error envelope, an access log line. */
 export function createHttpServer(options: HttpServerOptions): Server {
   const { router, logger } = options;
-  const server = createServer({ keepAliveTimeout: 65_000, headersTimeout: 60_000, requestTimeout: 0 }, (req, res) => {
-    void handle(req, res);
+  const limits: ServerLimits = { ...NO_LIMITS, ...options.limits };
+  const { maxInFlight, bodyIdleTimeoutMs } = limits;
+  // One error for every refusal: nothing is allocated (no stack captured) to shed a call.
+  const overloaded = errors.overloaded();
+  const server = createServer(
+    {
+      keepAliveTimeout: 65_000,
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      // Node checks both timeouts on this interval (30 s by default, which would let a 20 s
+      // headers timeout run to 50 s): a quarter of the shorter one, so each is kept within 25%.
+      connectionsCheckingInterval: checkingInterval(limits),
+    },
+    (req, res) => {
+      void handle(req, res);
+    },
+  );
+  server.maxConnections = limits.maxConnections;
+
+  /** Requests between their start and their response's close, health checks aside: one integer, no timer. */
+  let inFlight = 0;
+  let shed = 0;
+  let shedWarnedAt = 0;
+  let dropped = 0;
+  let dropWarnedAt = 0;
+  inFlightOf.set(server, () => inFlight);
+  server.on('drop', () => {
+    dropped++;
+    const now = Date.now();
+    if (now - dropWarnedAt >= OVERLOAD_WARN_MS) {
+      dropWarnedAt = now;
+      logger.warn({ dropped, max_connections: limits.maxConnections }, 'at server.max_connections: closing new connections');
+      dropped = 0;
+    }
   });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -69,9 +126,12 @@ export function createHttpServer(options: HttpServerOptions): Server {
     if (typeof incomingId === 'string' && REQUEST_ID.test(incomingId)) logFields.client_request_id = incomingId;
 
     const signal = new CallSignal();
-    // One listener per request: it aborts the call (upstream included) when the client went
-    // away early, and writes the access-log line.
+    /** Whether this request holds one of max_in_flight's places (until its response closes). */
+    let counted = false;
+    // One listener per request: it gives back the request's place in flight, aborts the call
+    // (upstream included) when the client went away early, and writes the access-log line.
     res.once('close', () => {
+      if (counted) inFlight--;
       if (!res.writableFinished) {
         signal.abort();
         logFields.aborted = true;
@@ -99,6 +159,22 @@ export function createHttpServer(options: HttpServerOptions): Server {
         throw errors.methodNotAllowed(method, path, match.allowed);
       }
       route = match.handler;
+      // Shedding: decided here, before any body is read, any key checked or the database
+      // touched; the refusal costs about what a 404 does. Health checks are never refused.
+      if (!HEALTH_PATHS.has(path)) {
+        if (inFlight >= maxInFlight) {
+          shed++;
+          const now = Date.now();
+          if (now - shedWarnedAt >= OVERLOAD_WARN_MS) {
+            shedWarnedAt = now;
+            logger.warn({ in_flight: inFlight, max_in_flight: maxInFlight, shed }, 'at server.max_in_flight: refusing new calls with 503 overloaded');
+            shed = 0;
+          }
+          throw overloaded;
+        }
+        inFlight++;
+        counted = true;
+      }
       const ctx: RequestContext = {
         req,
         res,
@@ -107,10 +183,11 @@ export function createHttpServer(options: HttpServerOptions): Server {
         path,
         query: new URLSearchParams(queryStart === -1 ? '' : url.slice(queryStart + 1)),
         params: match.params,
-        clientIp: clientAddress(req, options.trustProxy),
+        clientIp: clientAddress(req, options),
         signal,
         logFields,
-        json: () => readJson(req, options.maxBodyBytes),
+        bodyIdleTimeoutMs,
+        json: () => readJson(req, options.maxBodyBytes, bodyIdleTimeoutMs),
         send: (status, body, headers) => sendJson(res, status, body, headers),
       };
       await route.handle(ctx);
@@ -136,6 +213,12 @@ export function createHttpServer(options: HttpServerOptions): Server {
   return server;
 }
 
+/** Node's interval for checking the headers and request timeouts: a quarter of the shorter, from 50 ms to its own default of 30 s. */
+function checkingInterval(limits: ServerLimits): number {
+  const shortest = Math.min(limits.headersTimeoutMs || Infinity, limits.requestTimeoutMs || Infinity);
+  return Number.isFinite(shortest) ? Math.min(30_000, Math.max(50, Math.floor(shortest / 4))) : 30_000;
+}
+
 export function toGatewayError(error: unknown): GatewayError {
   if (isGatewayError(error)) return error;
   // The database could not answer now (a cut connection, a failover, locked past its
@@ -148,11 +231,21 @@ function hasBody(req: IncomingMessage): boolean {
   return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
 }
 
-function clientAddress(req: IncomingMessage, trustProxy: boolean): string {
-  if (trustProxy) {
-    const forwarded = req.headers['x-forwarded-for'];
-    const first = (Array.isArray(forwarded) ? forwarded[0] : forwarded)?.split(',')[0]?.trim();
-    if (first) return first;
+/** Each server's trusted proxies, compiled on its first request. */
+const proxyTrusts = new WeakMap<object, ProxyTrust>();
+
+/**
+ * The socket's peer; with `trustProxy`, the rightmost X-Forwarded-For entry that is not a
+ * trusted proxy (client-address.ts), never the client-written leftmost one.
+ */
+export function clientAddress(req: IncomingMessage, options: Pick<HttpServerOptions, 'trustProxy' | 'trustedProxies'>): string {
+  let trust: ProxyTrust | undefined;
+  if (options.trustProxy) {
+    trust = proxyTrusts.get(options);
+    if (!trust) {
+      trust = proxyTrust(options.trustedProxies ?? []);
+      proxyTrusts.set(options, trust);
+    }
   }
-  return req.socket.remoteAddress ?? 'unknown';
+  return resolveClientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], trust);
 }

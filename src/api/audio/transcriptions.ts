@@ -49,7 +49,7 @@ async function decodeForm(ctx: RequestContext): Promise<TranscriptionDraft> {
     ctx.req.resume();
     throw new GatewayError({ status: 413, type: 'request_too_large', reason: 'file_too_large', param: 'file', message: `file: the file exceeds the limit of ${MAX_AUDIO_BYTES} bytes` });
   }
-  const form = await readMultipart(ctx.req, { fileBytes: MAX_AUDIO_BYTES, fieldBytes: 64 * 1024, fields: 32 });
+  const form = await readMultipart(ctx.req, { fileBytes: MAX_AUDIO_BYTES, fieldBytes: 64 * 1024, fields: 32, idleMs: ctx.bodyIdleTimeoutMs });
   const file = form.file;
   if (!file || file.field !== 'file') throw errors.missingField('file');
   if (file.data.length === 0) throw errors.invalidField('file', 'must not be empty');

@@ -29,8 +29,63 @@ const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
  */
 const UNSUPPORTED = ['logprobs', 'top_logprobs'];
 
+/**
+ * The deepest nesting of arrays and objects a chat request may have (the body itself is level
+ * 1). Tool schemas, tool inputs and passthrough fields are taken as they are and serialized
+ * later (token bounds, the upstream body, echoes): JSON nested thousands of levels overflows
+ * the stack there, after the call was admitted or even billed. Real requests stay far below.
+ */
+export const MAX_JSON_DEPTH = 100;
+
+/**
+ * Refuses a body nested deeper than `limit` with a 400 naming where. Iterative (a body too
+ * deep to serialize is not walked by recursion either), allocation-free for a body within the
+ * limit but for its two stacks. The chat, responses and messages decoders call it first.
+ */
+export function refuseDeepJson(body: unknown, limit = MAX_JSON_DEPTH): void {
+  const values: unknown[] = [body];
+  const depths: number[] = [1];
+  while (values.length > 0) {
+    const value = values.pop() as object;
+    const depth = depths.pop() as number;
+    if (depth > limit) throw errors.invalidField(deepestPath(body, limit), `is nested more than ${limit} levels of arrays and objects deep`);
+    if (Array.isArray(value)) {
+      for (const item of value) {
+        if (typeof item === 'object' && item !== null) {
+          values.push(item);
+          depths.push(depth + 1);
+        }
+      }
+    } else {
+      for (const key in value) {
+        const member = (value as JsonObject)[key];
+        if (typeof member === 'object' && member !== null) {
+          values.push(member);
+          depths.push(depth + 1);
+        }
+      }
+    }
+  }
+}
+
+/** Where a body passes `limit` (`tools[0].function.parameters.a.a…`, its first 100 characters): walked again only for the error. */
+function deepestPath(body: unknown, limit: number): string {
+  const stack: { value: unknown; path: string; depth: number }[] = [{ value: body, path: '', depth: 1 }];
+  while (stack.length > 0) {
+    const { value, path, depth } = stack.pop() as (typeof stack)[number];
+    if (typeof value !== 'object' || value === null) continue;
+    if (depth > limit) return path.length > 100 ? `${path.slice(0, 100)}…` : path;
+    // Paths past 100 characters are cut: the error shows where the nesting starts, not all of it.
+    const child = (key: string): string => (path.length > 101 ? path : `${path}${key}`);
+    if (Array.isArray(value)) value.forEach((item, i) => stack.push({ value: item, path: child(`[${i}]`), depth: depth + 1 }));
+    else for (const key in value) stack.push({ value: (value as JsonObject)[key], path: child(path === '' ? key : `.${key}`), depth: depth + 1 });
+  }
+  return 'body';
+}
+
 export function decodeChatCompletion(raw: unknown): DecodedChatCompletion {
   if (!isObject(raw)) throw errors.bodyNotObject();
+  refuseDeepJson(raw);
   const body = raw;
   const model = requiredModel(body);
 

@@ -2,6 +2,7 @@ import type { CacheControl, ContentPart, ImageSource, Message, ReasoningBlock, R
 import { errors } from '../../core/errors.js';
 import type { ChatDraft } from '../../core/gateway/chat.js';
 import { isObject, optionalModelList, optionalNumberIn, requiredModel, type JsonObject } from '../../core/validate.js';
+import { refuseDeepJson } from '../chat/decode.js';
 import { FOREIGN_SIGNATURE } from './encode.js';
 
 /**
@@ -28,6 +29,7 @@ const SYSTEM_TURNS_VERSION = '2026-10-21';
  */
 export function decodeMessagesRequest(raw: unknown, beta?: string | string[], version?: string | string[]): ChatDraft {
   if (!isObject(raw)) throw errors.bodyNotObject();
+  refuseDeepJson(raw);
   const body = raw;
   const model = requiredModel(body);
   if (body.max_tokens === undefined || body.max_tokens === null) throw errors.missingField('max_tokens');

@@ -220,5 +220,7 @@ const ANTHROPIC_TYPES: Record<number, string> = {
 
 /** The Anthropic error type a client expects for a status (docs.anthropic.com "Errors"). */
 export function anthropicErrorType(error: GatewayError): string {
+  // The gateway shedding load (503, server.max_in_flight) is what Anthropic calls overloaded.
+  if (error.type === 'overloaded') return 'overloaded_error';
   return ANTHROPIC_TYPES[error.status] ?? (error.status >= 500 ? 'api_error' : 'invalid_request_error');
 }

@@ -2,7 +2,7 @@ import type { AssistantMessage, ContentPart, Message, ReasoningBlock, ReasoningR
 import { errors } from '../../core/errors.js';
 import type { ChatDraft } from '../../core/gateway/chat.js';
 import { isObject, optionalModelList, optionalNumberIn, requiredModel, type JsonObject } from '../../core/validate.js';
-import { imageSource } from '../chat/decode.js';
+import { imageSource, refuseDeepJson } from '../chat/decode.js';
 import { unpackReasoning } from './reasoning.js';
 import { callName, decodeResponsesTools, type ToolOrigin } from './tools.js';
 
@@ -56,6 +56,7 @@ const HOSTED_TOOL_ALLOWANCE = 16_000;
 
 export function decodeResponsesRequest(raw: unknown): DecodedResponsesRequest {
   if (!isObject(raw)) throw errors.bodyNotObject();
+  refuseDeepJson(raw);
   const body = raw;
   if (body.previous_response_id !== undefined && body.previous_response_id !== null) {
     throw errors.invalidField('previous_response_id', 'stateful responses are not supported: this gateway keeps no responses, send the whole conversation in input');

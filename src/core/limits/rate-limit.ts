@@ -46,7 +46,11 @@ export class MemoryRateLimiter implements RateLimiter {
   private readonly rings = new Map<string, Ring>();
   private sweptAt: number;
 
-  constructor(private readonly now: () => number = Date.now) {
+  /** `windowMs`: a minute for keys' rate limits; other limits (sign-ups an hour) choose theirs. */
+  constructor(
+    private readonly now: () => number = Date.now,
+    private readonly windowMs: number = WINDOW_MS,
+  ) {
     this.sweptAt = now();
   }
 
@@ -54,9 +58,24 @@ export class MemoryRateLimiter implements RateLimiter {
     return this.checkSync(keyId, limit);
   }
 
+  /**
+   * Milliseconds until `keyId` could be admitted under `limit` (0: now), recording nothing
+   * and tracking no new key: to check several limits before taking a slot of each.
+   */
+  waitSync(keyId: string, limit: number): number {
+    const ring = this.rings.get(keyId);
+    if (!ring) return 0;
+    const now = this.now();
+    dropBefore(ring, now - this.windowMs);
+    if (ring.size < limit) return 0;
+    // The admission whose leaving makes room (a lowered limit leaves more than `limit` live).
+    return Math.max(1, Math.ceil(at(ring, ring.size - limit) + this.windowMs - now));
+  }
+
   checkSync(keyId: string, limit: number): RateDecision {
     const now = this.now();
-    if (now - this.sweptAt >= WINDOW_MS) this.sweep(now);
+    const window = this.windowMs;
+    if (now - this.sweptAt >= window) this.sweep(now);
     let ring = this.rings.get(keyId);
     if (!ring) {
       ring = { times: new Float64Array(Math.min(limit, RING_INITIAL)), start: 0, size: 0, limit };
@@ -67,11 +86,11 @@ export class MemoryRateLimiter implements RateLimiter {
       this.rings.set(keyId, ring);
     }
     // Admissions older than the window no longer count: dropped.
-    dropBefore(ring, now - WINDOW_MS);
+    dropBefore(ring, now - window);
     const live = ring.size;
     if (live >= limit) {
-      const retryAfterMs = Math.max(1, Math.ceil(at(ring, 0) + WINDOW_MS - now));
-      return { allowed: false, limit, remaining: 0, retryAfterMs, resetMs: Math.ceil(at(ring, live - 1) + WINDOW_MS - now) };
+      const retryAfterMs = Math.max(1, Math.ceil(at(ring, 0) + window - now));
+      return { allowed: false, limit, remaining: 0, retryAfterMs, resetMs: Math.ceil(at(ring, live - 1) + window - now) };
     }
     const oldestLive = live === 0 ? now : at(ring, 0);
     // live < limit, so a full ring is smaller than the limit and can grow.
@@ -81,7 +100,7 @@ export class MemoryRateLimiter implements RateLimiter {
     }
     ring.times[(ring.start + ring.size) % ring.times.length] = now;
     ring.size += 1;
-    return { allowed: true, limit, remaining: limit - live - 1, retryAfterMs: 0, resetMs: Math.ceil(Math.max(oldestLive, now) + WINDOW_MS - now) };
+    return { allowed: true, limit, remaining: limit - live - 1, retryAfterMs: 0, resetMs: Math.ceil(Math.max(oldestLive, now) + window - now) };
   }
 
   /** Keys tracked (for tests). */
@@ -97,7 +116,7 @@ export class MemoryRateLimiter implements RateLimiter {
   private sweep(now: number): void {
     this.sweptAt = now;
     for (const [keyId, ring] of this.rings) {
-      dropBefore(ring, now - WINDOW_MS);
+      dropBefore(ring, now - this.windowMs);
       if (ring.size === 0) this.rings.delete(keyId);
       else if (ring.times.length > RING_INITIAL && 4 * ring.size <= ring.times.length) {
         this.rings.set(keyId, resized(ring, ring.size, ring.limit, Math.max(RING_INITIAL, ring.times.length >> 1)));

@@ -1,6 +1,7 @@
 import { errors } from '../errors.js';
 import { newId } from '../keys.js';
 import { hashPassword, verifyPassword } from '../auth/passwords.js';
+import type { PasswordPool } from '../auth/password-pool.js';
 import { FailureThrottle } from '../auth/throttle.js';
 import { isUniqueViolation, type Account, type Role } from '../../store/accounts.js';
 import type { Store } from '../../store/types.js';
@@ -15,6 +16,8 @@ export interface NewAccount {
 
 export interface AccountServiceOptions {
   bcryptRounds: number;
+  /** Where bcrypt runs (worker threads); default: the process's shared pool. */
+  passwords?: PasswordPool;
   login: { maxFailures: number; windowSeconds: number };
   now?: () => number;
 }
@@ -37,7 +40,7 @@ export class AccountService {
   }
 
   async create(input: NewAccount): Promise<Account> {
-    const passwordHash = input.password === undefined ? null : await hashPassword(input.password, this.options.bcryptRounds);
+    const passwordHash = input.password === undefined ? null : await hashPassword(input.password, this.options.bcryptRounds, this.options.passwords);
     try {
       return await this.store.accounts.insert({ id: newId('acc'), email: input.email, name: input.name, passwordHash, role: input.role, now: this.now() });
     } catch (error) {
@@ -52,7 +55,7 @@ export class AccountService {
     const wait = Math.max(this.byEmailFailures.retryAfter(subject), this.byClientFailures.retryAfter(client));
     if (wait > 0) throw errors.loginThrottled(wait);
     const account = await this.store.accounts.byEmail(subject);
-    const ok = await verifyPassword(password, account?.passwordHash, this.options.bcryptRounds);
+    const ok = await verifyPassword(password, account?.passwordHash, this.options.bcryptRounds, this.options.passwords);
     if (!ok || !account) {
       this.byEmailFailures.fail(subject);
       this.byClientFailures.fail(client);

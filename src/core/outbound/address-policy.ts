@@ -27,7 +27,7 @@ export interface Cidr {
   prefix: number;
 }
 
-interface Ip {
+export interface Ip {
   family: 4 | 6;
   bytes: Uint8Array;
 }
@@ -108,7 +108,7 @@ function networkText(cidr: Cidr): string {
   return `${text}/${cidr.prefix}`;
 }
 
-function inCidr(ip: Ip, cidr: Cidr): boolean {
+export function inCidr(ip: Ip, cidr: Cidr): boolean {
   if (ip.family !== cidr.family) return false;
   const whole = cidr.prefix >> 3;
   for (let i = 0; i < whole; i++) if (ip.bytes[i] !== cidr.bytes[i]) return false;
