@@ -55,6 +55,8 @@ export function readMultipart(req: IncomingMessage, limits: MultipartLimits): Pr
     parser.on('file', (name, stream, info) => {
       const chunks: Buffer[] = [];
       let size = 0;
+      // A form cut inside a file part errors the file stream itself (busboy): unheard, it would end the process.
+      stream.on('error', () => undefined);
       stream.on('data', (chunk: Buffer) => {
         if (failure) return;
         size += chunk.length;

@@ -5,7 +5,7 @@ import { errors } from '../errors.js';
 // Types only: bcryptjs is loaded in the workers alone.
 import type { PasswordJob, PasswordReply, PasswordWorkerInit } from './password-worker.js';
 
-/** Workers by default: one per core, at most 4 (bcrypt at the default 10 rounds is ≈70 ms of one core). */
+/** Workers by default: one per core, at most 4 (bcrypt at the default 10 rounds is 0.1–0.2 s of one core in bcryptjs). */
 export const DEFAULT_PASSWORD_WORKERS = Math.max(1, Math.min(4, availableParallelism()));
 /** Jobs waiting for a worker, at most; past it a call fails at once (503) instead of queueing without bound. */
 export const DEFAULT_PASSWORD_QUEUE = 64;

@@ -257,7 +257,8 @@ export class ChatService {
     const foreign = request.passthrough && request.passthrough.family !== routed.target.provider.type ? Object.keys(request.passthrough.fields) : undefined;
     if (draft.ignoredParams?.length || call.ignoredParams.length > 0 || foreign?.length) {
       const ignored = new Set([...(draft.ignoredParams ?? []), ...call.ignoredParams, ...(foreign ?? [])]);
-      headers['x-gateway-ignored-params'] = [...ignored].join(', ');
+      // Field names the client chose: only those a header can carry are named.
+      headers['x-gateway-ignored-params'] = [...ignored].filter((name) => /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(name) && name.length <= 128).join(', ');
     }
     return headers;
   }
