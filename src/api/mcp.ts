@@ -70,6 +70,8 @@ export function registerMcpRoutes(router: Router<Route>, app: App): void {
   const handle = async (ctx: RequestContext): Promise<void> => {
     const principal = await requireManagementKey(app, ctx);
     checkOrigin(ctx);
+    // The transport builds the request's URL from Host (an HTTP/1.0 client may leave it out).
+    if (!ctx.req.headers.host) throw refused(400, 'missing_host', 'header host: required by the MCP endpoint');
     const body = ctx.method === 'POST' ? await ctx.json() : undefined;
     const header = ctx.req.headers['mcp-session-id'];
     const id = Array.isArray(header) ? header[0] : header;

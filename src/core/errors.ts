@@ -111,6 +111,29 @@ export const errors = {
       reason: 'body_timeout',
       message: `the request body stalled: no bytes for ${idleMs} ms`,
     }),
+  /** Node's HTTP parser refused the request before any route saw it (http/client-error.ts). */
+  malformedRequest: (detail: string) =>
+    new GatewayError({ status: 400, type: 'invalid_request_error', reason: 'malformed_request', message: `the request is not valid HTTP/1.1: ${detail}` }),
+  missingHost: () => invalid('host', 'missing_host', 'header host: required in an HTTP/1.1 request'),
+  headersTooLarge: (limitBytes: number) =>
+    new GatewayError({
+      status: 431,
+      type: 'invalid_request_error',
+      reason: 'headers_too_large',
+      message: `the request line and headers exceed the limit of ${limitBytes} bytes`,
+    }),
+  chunkExtensionsTooLarge: () =>
+    new GatewayError({ status: 413, type: 'request_too_large', reason: 'chunk_extensions_too_large', message: 'a chunk of the body carries more extension bytes than allowed' }),
+  headersTimeout: () =>
+    new GatewayError({ status: 408, type: 'timeout_error', reason: 'request_timeout', message: 'the request was not received in time (server.headers_timeout or server.request_timeout)' }),
+  expectationFailed: () =>
+    new GatewayError({
+      status: 417,
+      type: 'invalid_request_error',
+      reason: 'expectation_failed',
+      message: 'header expect: only 100-continue is supported',
+      param: 'expect',
+    }),
   unsupportedMediaType: (expected: string) =>
     new GatewayError({
       status: 415,

@@ -12,6 +12,11 @@ export function setRequestId(res: ServerResponse, requestId: string): void {
   (res as Tagged)[REQUEST_ID] = requestId;
 }
 
+/** The request id setRequestId gave a response, if any. */
+export function requestIdOf(res: ServerResponse): string | undefined {
+  return (res as Tagged)[REQUEST_ID];
+}
+
 /** All of a response's headers in one object: x-request-id, `base`, then `extra` (which wins). */
 export function responseHeaders(res: ServerResponse, base: Record<string, string>, extra?: Record<string, string | string[]>): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};

@@ -4,6 +4,7 @@ import { CallSignal } from '../core/abort.js';
 import { CallAborted, errors, GatewayError, isGatewayError } from '../core/errors.js';
 import { newRequestId } from '../core/ids.js';
 import { readJson } from './body.js';
+import { answerProtocolErrors } from './client-error.js';
 import { proxyTrust, resolveClientAddress, type ProxyTrust } from '../core/client-address.js';
 import { sendError, sendJson, setRequestId } from './respond.js';
 import type { Router } from './router.js';
@@ -81,6 +82,8 @@ export function createHttpServer(options: HttpServerOptions): Server {
   const server = createServer(
     {
       keepAliveTimeout: 65_000,
+      // Checked in handle() instead, so that the 400 carries the error envelope (node's is empty).
+      requireHostHeader: false,
       headersTimeout: limits.headersTimeoutMs,
       requestTimeout: limits.requestTimeoutMs,
       // Node checks both timeouts on this interval (30 s by default, which would let a 20 s
@@ -92,6 +95,7 @@ export function createHttpServer(options: HttpServerOptions): Server {
     },
   );
   server.maxConnections = limits.maxConnections;
+  const responses = answerProtocolErrors(server, logger);
 
   /** Requests between their start and their response's close, health checks aside: one integer, no timer. */
   let inFlight = 0;
@@ -128,9 +132,12 @@ export function createHttpServer(options: HttpServerOptions): Server {
     const signal = new CallSignal();
     /** Whether this request holds one of max_in_flight's places (until its response closes). */
     let counted = false;
+    const socket = req.socket;
+    responses.started(socket, res);
     // One listener per request: it gives back the request's place in flight, aborts the call
     // (upstream included) when the client went away early, and writes the access-log line.
     res.once('close', () => {
+      responses.closed(socket, res);
       if (counted) inFlight--;
       if (!res.writableFinished) {
         signal.abort();
@@ -147,6 +154,8 @@ export function createHttpServer(options: HttpServerOptions): Server {
         res.setHeader('connection', 'close');
         throw errors.shuttingDown();
       }
+      // RFC 9112 §3.2: an HTTP/1.1 request without Host is refused.
+      if (req.headers.host === undefined && req.httpVersionMinor === 1 && req.httpVersionMajor === 1) throw errors.missingHost();
       let match = router.match(method, path);
       if (match.kind === 'not_found' && (method === 'GET' || method === 'HEAD')) {
         const page = options.fallback?.(path, req.headers.accept);

@@ -1,14 +1,15 @@
-import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 import t from 'tap';
 import { connectPostgres, migratePostgres, type PgSql } from '../../src/store/pg/db.js';
+import { PG_ADMIN_URL, scratchDatabase, type ScratchDatabase } from './pg-scratch.js';
+
+export { PG_ADMIN_URL, scratchDatabase, type ScratchDatabase };
 
 /**
  * Tests that need PostgreSQL use the real server at PG_ADMIN_URL (a role that may create
  * databases) and a scratch database of their own, dropped afterwards. When the server is not
  * reachable they are skipped with the reason, except under CI=true, where they run (and fail).
  */
-export const PG_ADMIN_URL = process.env.PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 async function reachable(): Promise<boolean> {
   const sql = postgres(PG_ADMIN_URL, { max: 1, connect_timeout: 2, onnotice: () => undefined });
@@ -28,37 +29,6 @@ const up = await reachable();
 export function postgresSkipReason(): string | false {
   if (up || process.env.CI === 'true') return false;
   return `PostgreSQL is not reachable at ${PG_ADMIN_URL} (set PG_ADMIN_URL; under CI=true this test fails instead)`;
-}
-
-export interface ScratchDatabase {
-  url: string;
-  name: string;
-  drop(): Promise<void>;
-}
-
-/** A new, empty database (`gw_test_<random>`); `drop()` ends its other connections and removes it. */
-export async function scratchDatabase(): Promise<ScratchDatabase> {
-  const name = `gw_test_${randomBytes(6).toString('hex')}`;
-  const admin = postgres(PG_ADMIN_URL, { max: 1, onnotice: () => undefined });
-  try {
-    await admin.unsafe(`CREATE DATABASE ${name}`);
-  } finally {
-    await admin.end({ timeout: 1 });
-  }
-  const url = new URL(PG_ADMIN_URL);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    name,
-    drop: async () => {
-      const sql = postgres(PG_ADMIN_URL, { max: 1, onnotice: () => undefined });
-      try {
-        await sql.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      } finally {
-        await sql.end({ timeout: 1 });
-      }
-    },
-  };
 }
 
 /**

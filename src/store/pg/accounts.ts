@@ -102,15 +102,23 @@ export class PgKeys {
     return this.byId(id);
   }
 
-  /** Last use times collected in memory, in one statement. */
+  /**
+   * Last use times collected in memory, in one transaction. The rows are locked in id order
+   * first (byte order, as JavaScript sorts ASCII), as a settlement batch locks the keys whose
+   * spend it adds to (ledger.ts). A single UPDATE … FROM unnest() locks them in its join's
+   * order: against another daemon's batch that deadlocked (found by the soak, test/soak/).
+   */
   async touchMany(entries: Iterable<[string, number]>): Promise<void> {
     const list = [...entries];
     if (list.length === 0) return;
     const ids = list.map(([id]) => id);
     const times = list.map(([, at]) => at);
-    await this.sql`
-      UPDATE ${this.sql(this.table)} AS k SET last_used_at = greatest(coalesce(k.last_used_at, 0), t.at)
-        FROM unnest(${ids}::text[], ${times}::bigint[]) AS t(id, at) WHERE k.id = t.id`;
+    await this.sql.begin(async (tx) => {
+      await tx`SELECT id FROM ${tx(this.table)} WHERE id = ANY(${ids}::text[]) ORDER BY id COLLATE "C" FOR UPDATE`;
+      await tx`
+        UPDATE ${tx(this.table)} AS k SET last_used_at = greatest(coalesce(k.last_used_at, 0), t.at)
+          FROM unnest(${ids}::text[], ${times}::bigint[]) AS t(id, at) WHERE k.id = t.id`;
+    });
   }
 
   private columns() {
