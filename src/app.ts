@@ -124,7 +124,7 @@ export function createApp(config: GatewayConfig, store: Store, redis: Redis | un
     redis,
     sessions: new SessionTokens(resolveJwtSecret(config.auth.jwtSecret, config.database.path), config.auth.sessionTtlSeconds),
     keyAuth,
-    accounts: new AccountService(store, { bcryptRounds: config.auth.bcryptRounds, passwords, login: config.auth.login }),
+    accounts: new AccountService(store, { bcryptRounds: config.auth.bcryptRounds, passwords, login: config.auth.login, ...(redis ? { redis: { client: redis, prefix } } : {}) }),
     passwords,
     keys: new KeyService(store, keyAuth),
     wallet: new WalletService(store),

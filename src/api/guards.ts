@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { App } from '../app.js';
+import { forwardedValue } from '../core/client-address.js';
 import { errors } from '../core/errors.js';
 import { keyKindOf } from '../core/keys.js';
 import { readCookie } from '../http/cookies.js';
@@ -121,14 +122,14 @@ function checkCsrf(app: App, ctx: RequestContext, session: Session): void {
 export function refuseForeignOrigin(app: App, ctx: RequestContext): void {
   const origin = ctx.req.headers.origin;
   if (origin === undefined) return;
-  const host = (app.config.server.trustProxy ? ctx.req.headers['x-forwarded-host'] : undefined) ?? ctx.req.headers.host;
+  const host = (app.config.server.trustProxy ? forwardedValue(ctx.req.headers['x-forwarded-host']) : undefined) ?? ctx.req.headers.host;
   let originHost: string;
   try {
     originHost = new URL(origin).host;
   } catch {
     throw errors.csrfFailed(`a malformed Origin (${origin.slice(0, 100)})`);
   }
-  const hosts = (Array.isArray(host) ? host : [host]).filter((h): h is string => typeof h === 'string').map((h) => h.split(',')[0]?.trim());
+  const hosts = host === undefined ? [] : [host];
   // Behind a proxy that rewrites Host, server.public_url names the gateway's own origin.
   const publicUrl = app.config.server.publicUrl;
   if (publicUrl !== undefined && new URL(publicUrl).host === originHost) return;

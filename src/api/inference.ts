@@ -4,7 +4,7 @@ import { errors } from '../core/errors.js';
 import type { GatewayStreamEvent } from '../core/canonical.js';
 import type { CallContext, ChatDraft, ChatOutcome, ChatStreamOutcome } from '../core/gateway/chat.js';
 import { SseWriter, type SseEvent } from '../http/sse.js';
-import type { RequestContext } from '../http/server.js';
+import { toGatewayError, type RequestContext } from '../http/server.js';
 import type { KeyRecord } from '../store/keys.js';
 
 /** One SSE event; `event` is the `event:` line (absent in the chat-completions format). */
@@ -39,9 +39,16 @@ export async function serveChatCall(app: App, ctx: RequestContext, key: KeyRecor
   }
   const outcome = await app.chat.stream(draft, call);
   const sse = new SseWriter(ctx.res);
-  const encoder = await rendering.stream(outcome);
-  const opened = sse.open(200, outcome.headers, encoder.start());
-  if (opened) await opened;
+  let encoder: StreamEncoder;
+  try {
+    encoder = await rendering.stream(outcome);
+    const opened = sse.open(200, outcome.headers, encoder.start());
+    if (opened) await opened;
+  } catch (error) {
+    // Nothing of the stream is read: its call is ended here (upstream closed, hold released).
+    await outcome.cancel(toGatewayError(error)).catch(() => undefined);
+    throw error;
+  }
   // One write per batch (what one upstream read carried): nothing waits for a later read.
   for await (const batch of outcome.events) {
     if (sse.isClosed) break;

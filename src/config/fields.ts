@@ -148,3 +148,23 @@ export function readSize(obj: Raw, key: string, path: string, problems: Problems
   }
   return bytes;
 }
+
+/**
+ * A YAML list, or one string of comma-separated items (what `${VAR}` gives); empty items
+ * (an unset `${VAR}`) are left out.
+ */
+export function listItems(raw: unknown, at: string, what: string, problems: Problems): Array<{ value: unknown; at: string }> {
+  if (raw === undefined || raw === null) return [];
+  if (typeof raw === 'string') {
+    return raw
+      .split(',')
+      .map((item) => item.trim())
+      .filter((item) => item !== '')
+      .map((value, i) => ({ value, at: `${at}[${i}]` }));
+  }
+  if (!Array.isArray(raw)) {
+    problems.add(at, `must be a list of ${what}`);
+    return [];
+  }
+  return raw.map((value: unknown, i) => ({ value, at: `${at}[${i}]` })).filter(({ value }) => value !== '' && value !== null);
+}

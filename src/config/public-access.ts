@@ -1,28 +1,8 @@
 import { parseCidr } from '../core/outbound/address-policy.js';
-import { Problems, readBool, readInt, readSection, type Raw } from './fields.js';
+import { listItems, Problems, readBool, readInt, readSection, type Raw } from './fields.js';
 import type { SignupConfig } from './types.js';
 
 /** `server.trusted_proxies` and `auth.signup`: who the client is, and who may sign up (load.ts reads the rest). */
-
-/**
- * A YAML list, or one string of comma-separated items (what `${VAR}` gives); empty items
- * (an unset `${VAR}`) are left out.
- */
-function listItems(raw: unknown, at: string, what: string, problems: Problems): Array<{ value: unknown; at: string }> {
-  if (raw === undefined || raw === null) return [];
-  if (typeof raw === 'string') {
-    return raw
-      .split(',')
-      .map((item) => item.trim())
-      .filter((item) => item !== '')
-      .map((value, i) => ({ value, at: `${at}[${i}]` }));
-  }
-  if (!Array.isArray(raw)) {
-    problems.add(at, `must be a list of ${what}`);
-    return [];
-  }
-  return raw.map((value: unknown, i) => ({ value, at: `${at}[${i}]` })).filter(({ value }) => value !== '' && value !== null);
-}
 
 /**
  * `server.trusted_proxies`: the addresses and CIDRs of the proxies in front of the gateway

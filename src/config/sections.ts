@@ -1,5 +1,5 @@
 import { parseCidr } from '../core/outbound/address-policy.js';
-import { Problems, readBool, readDuration, readEnum, readInt, readSection, readSize, readString, type Raw } from './fields.js';
+import { listItems, Problems, readBool, readDuration, readEnum, readInt, readSection, readSize, readString, type Raw } from './fields.js';
 import type { CacheConfig, OutboundConfig } from './types.js';
 
 /** The `cache`, `outbound` and `database.billing_batch_window` settings (load.ts reads the rest). */
@@ -73,24 +73,7 @@ export function readBillingBatch(database: Raw, problems: Problems): number {
  * comma-separated items (what `${VAR}` gives).
  */
 export function readOutbound(outbound: Raw, problems: Problems): OutboundConfig {
-  const list = (key: string, what: string): Array<{ value: unknown; at: string }> => {
-    const raw = outbound[key];
-    const at = `outbound.${key}`;
-    if (raw === undefined || raw === null) return [];
-    if (typeof raw === 'string') {
-      return raw
-        .split(',')
-        .map((item) => item.trim())
-        .filter((item) => item !== '')
-        .map((value, i) => ({ value, at: `${at}[${i}]` }));
-    }
-    if (!Array.isArray(raw)) {
-      problems.add(at, `must be a list of ${what}`);
-      return [];
-    }
-    // An empty item is what an unset `${VAR}` gives: absent, as elsewhere in the config.
-    return raw.map((value: unknown, i) => ({ value, at: `${at}[${i}]` })).filter(({ value }) => value !== '' && value !== null);
-  };
+  const list = (key: string, what: string): Array<{ value: unknown; at: string }> => listItems(outbound[key], `outbound.${key}`, what, problems);
   const allowPrivate: string[] = [];
   for (const { value, at } of list('allow_private', 'CIDRs like 10.0.0.0/8')) {
     const cidr = typeof value === 'string' ? parseCidr(value.trim()) : 'must be a CIDR like 10.0.0.0/8';

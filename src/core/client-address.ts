@@ -127,3 +127,13 @@ export function addressSubject(address: string): string {
   network.fill(0, 8);
   return `${formatIp({ family: 6, bytes: network })}/64`;
 }
+
+/**
+ * A forwarded header's value as the nearest proxy set it (X-Forwarded-Host, X-Forwarded-Proto):
+ * the last entry, as for X-Forwarded-For. A proxy that appends leaves the client's own value
+ * in front, where it is never read; one that overwrites leaves a single entry.
+ */
+export function forwardedValue(value: string | readonly string[] | undefined): string | undefined {
+  const last = Array.isArray(value) ? value.at(-1) : (value as string | undefined);
+  return last?.split(',').at(-1)?.trim() || undefined;
+}

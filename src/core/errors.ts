@@ -261,6 +261,16 @@ export const errors = {
       headers: { 'retry-after': String(retryAfterSeconds) },
     }),
   /** The shared sign-up counters (Redis) could not be read: refuse rather than sign up unchecked. */
+  loginThrottleUnavailable: (cause: unknown) =>
+    new GatewayError({
+      status: 503,
+      type: 'service_unavailable',
+      reason: 'limits_unavailable',
+      message: 'the gateway cannot check failed-login counts right now (its Redis is unreachable); retry shortly',
+      retryable: true,
+      headers: { 'retry-after': '1' },
+      cause,
+    }),
   signupLimitsUnavailable: (cause: unknown) =>
     new GatewayError({
       status: 503,

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import t from 'tap';
-import { addressSubject, normalizeAddress, proxyTrust, resolveClientAddress } from '../../src/core/client-address.js';
+import { addressSubject, forwardedValue, normalizeAddress, proxyTrust, resolveClientAddress } from '../../src/core/client-address.js';
 import { clientAddress } from '../../src/http/server.js';
 
 /**
@@ -74,4 +74,12 @@ t.test('addressSubject: what per-address limits count against', async (t) => {
   t.equal(addressSubject('2001:db8:1:2::9'), addressSubject('2001:db8:1:2:ffff::1'), 'one /64, one subject');
   t.not(addressSubject('2001:db8:1:2::9'), addressSubject('2001:db8:1:3::9'));
   t.equal(addressSubject('unknown'), 'unknown');
+});
+
+t.test('forwardedValue: X-Forwarded-Host and -Proto as the nearest proxy set them', async (t) => {
+  t.equal(forwardedValue('llm.example.com'), 'llm.example.com', 'one entry (a proxy that overwrites)');
+  t.equal(forwardedValue('evil.example, llm.example.com'), 'llm.example.com', 'a client-written entry in front is never read');
+  t.equal(forwardedValue(['evil.example', 'http, https']), 'https', 'repeated headers: the last one, its last entry');
+  t.equal(forwardedValue(undefined), undefined);
+  t.equal(forwardedValue(' , '), undefined, 'an empty last entry: none');
 });

@@ -149,3 +149,42 @@ t.test('two daemons on one Redis share the counters', { skip: redisSkipReason() 
   const prefix = a.app.config.redis?.keyPrefix ?? '';
   t.ok(await a.app.redis?.exists(`${prefix}signup:addr:203.0.113.40`), 'the counters live under the configured key prefix');
 });
+
+t.test('the login throttle counts an IPv6 client by its /64: rotating addresses within it does not reset the count', async (t) => {
+  const gw = await startTestGateway({ server: { trust_proxy: true }, auth: { login: { max_failures: 1, window: '15m' } } });
+  t.teardown(() => gw.stop());
+  for (let i = 1; i <= 4; i++) {
+    const res = await gw.http('POST', '/api/auth/login', { body: { email: email(), password: 'wrong password' }, headers: { 'x-forwarded-for': `2001:db8:aa:bb::${i}` } });
+    t.equal(res.status, 401, `failure ${i}, from 2001:db8:aa:bb::${i}`);
+  }
+  expect429(t, await gw.http('POST', '/api/auth/login', { body: { email: email(), password: 'wrong password' }, headers: { 'x-forwarded-for': '2001:db8:aa:bb:ffff:1:2:3' } }), 'too_many_login_attempts', 900);
+  const other = await gw.http('POST', '/api/auth/login', { body: { email: email(), password: 'wrong password' }, headers: { 'x-forwarded-for': '2001:db8:aa:cc::1' } });
+  t.equal(other.status, 401, 'another /64 is not throttled');
+});
+
+t.test('two daemons on one Redis count failed logins together', { skip: redisSkipReason() }, async (t) => {
+  const { a, b } = await twoDaemonsOnRedis(t, { server: { trust_proxy: true }, auth: { login: { max_failures: 3, window: '15m' } } });
+  const httpB = httpClient(b.url);
+  const account = body();
+  t.equal((await a.http('POST', '/api/auth/signup', { body: account, headers: { 'x-forwarded-for': '203.0.113.70' } })).status, 200);
+  // Per email: 3 failures, spread over both daemons and three addresses.
+  for (const [i, http] of [a.http, httpB, a.http].entries()) {
+    const res = await http('POST', '/api/auth/login', { body: { email: account.email, password: 'wrong password' }, headers: { 'x-forwarded-for': `203.0.113.${71 + i}` } });
+    t.equal(res.status, 401, `failure ${i + 1}, on daemon ${i % 2 === 0 ? 'a' : 'b'}`);
+  }
+  expect429(t, await httpB('POST', '/api/auth/login', { body: { email: account.email, password: account.password }, headers: { 'x-forwarded-for': '203.0.113.75' } }), 'too_many_login_attempts', 900);
+  // Per address: 12 failures (4 × 3) over many emails, on either daemon.
+  for (let i = 0; i < 12; i++) {
+    const res = await (i % 2 === 0 ? a.http : httpB)('POST', '/api/auth/login', { body: { email: email(), password: 'wrong password' }, headers: { 'x-forwarded-for': '203.0.113.80' } });
+    t.equal(res.status, 401, `address failure ${i + 1}`);
+  }
+  expect429(t, await a.http('POST', '/api/auth/login', { body: { email: email(), password: 'wrong password' }, headers: { 'x-forwarded-for': '203.0.113.80' } }), 'too_many_login_attempts', 900);
+  // A correct password clears its email's count, for both daemons.
+  const fresh = body();
+  t.equal((await httpB('POST', '/api/auth/signup', { body: fresh, headers: { 'x-forwarded-for': '203.0.113.90' } })).status, 200);
+  for (const http of [a.http, httpB]) t.equal((await http('POST', '/api/auth/login', { body: { email: fresh.email, password: 'wrong password' }, headers: { 'x-forwarded-for': '203.0.113.91' } })).status, 401);
+  t.equal((await a.http('POST', '/api/auth/login', { body: { email: fresh.email, password: fresh.password }, headers: { 'x-forwarded-for': '203.0.113.92' } })).status, 200, 'the right password');
+  for (const http of [httpB, a.http]) t.equal((await http('POST', '/api/auth/login', { body: { email: fresh.email, password: 'wrong password' }, headers: { 'x-forwarded-for': '203.0.113.93' } })).status, 401, 'the count started again');
+  const prefix = a.app.config.redis?.keyPrefix ?? '';
+  t.ok(await a.app.redis?.exists(`${prefix}login:addr:203.0.113.80`), 'the counts live under the configured key prefix');
+});

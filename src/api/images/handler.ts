@@ -1,4 +1,5 @@
 import type { App } from '../../app.js';
+import { forwardedValue } from '../../core/client-address.js';
 import { errors } from '../../core/errors.js';
 import { addIgnoredParams, type ImageDraft, type ImageOutcome } from '../../core/gateway/media.js';
 import { optionalEnum, optionalInteger, optionalString, requireObject } from '../../core/validate.js';
@@ -49,13 +50,10 @@ export function encodeImages(outcome: ImageOutcome) {
 /** Where clients reach this gateway: server.public_url, else the request's own host. */
 export function publicBaseUrl(app: App, ctx: RequestContext): string {
   if (app.config.server.publicUrl) return app.config.server.publicUrl;
-  const header = (name: string): string | undefined => {
-    const value = ctx.req.headers[name];
-    return (Array.isArray(value) ? value[0] : value)?.split(',')[0]?.trim() || undefined;
-  };
+  const headers = ctx.req.headers;
   const proxied = app.config.server.trustProxy;
-  const proto = (proxied ? header('x-forwarded-proto') : undefined) ?? ('encrypted' in ctx.req.socket ? 'https' : 'http');
-  const host = (proxied ? header('x-forwarded-host') : undefined) ?? header('host') ?? `${app.config.server.host}:${app.config.server.port}`;
+  const proto = (proxied ? forwardedValue(headers['x-forwarded-proto']) : undefined) ?? ('encrypted' in ctx.req.socket ? 'https' : 'http');
+  const host = (proxied ? forwardedValue(headers['x-forwarded-host']) : undefined) ?? (headers.host || undefined) ?? `${app.config.server.host}:${app.config.server.port}`;
   return `${proto}://${host}`;
 }
 

@@ -1,6 +1,7 @@
 import type { Deployment, ModelConfig, ModelType, ProviderConfig } from '../../config/types.js';
 import type { CallSignal } from '../abort.js';
 import type { ChatResult, GatewayStreamEvent, Usage } from '../canonical.js';
+import type { GatewayError } from '../errors.js';
 import type { Admission } from './admission.js';
 
 export type { CallContext } from '../call-context.js';
@@ -80,5 +81,37 @@ export interface ChatStreamOutcome {
    * `native` parts are the answer, relayed as they are; the canonical parts are bookkeeping.
    */
   native: boolean;
+  /**
+   * Ends a stream the ingress will not read (it failed before writing anything): its upstream
+   * closed, its hold released, the call recorded with `failure`'s status and never charged.
+   * A stream already being read ends as the client's abort does.
+   */
+  cancel(failure: GatewayError): Promise<void>;
+}
+
+/**
+ * Events with the cancel() of ChatStreamOutcome. A generator whose body never ran would skip
+ * its own `finally` on return(), leaving its call unsettled; `make` gets a `started` callback
+ * for the body's first line, and `unstarted` does the settling for a body that never ran.
+ */
+export function cancellable(
+  make: (started: () => void) => AsyncGenerator<GatewayStreamEvent[], void, undefined>,
+  unstarted: (failure: GatewayError) => Promise<void>,
+): Pick<ChatStreamOutcome, 'events' | 'cancel'> {
+  let started = false;
+  const events = make(() => {
+    started = true;
+  });
+  return {
+    events,
+    cancel: async (failure) => {
+      if (started) {
+        await events.return(undefined);
+        return;
+      }
+      started = true;
+      await unstarted(failure);
+    },
+  };
 }
 

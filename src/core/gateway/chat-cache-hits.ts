@@ -3,10 +3,11 @@ import type { ModelConfig } from '../../config/types.js';
 import type { TranslationContext } from '../../providers/types.js';
 import type { ChatResult, GatewayStreamEvent, StreamPart, Usage } from '../canonical.js';
 import type { CacheHit, ResponseCache } from '../cache/response-cache.js';
+import type { GatewayError } from '../errors.js';
 import { formatMicros } from '../money.js';
 import { costMicros } from '../pricing.js';
 import { rateHeaders, type Admission, type Admitter } from './admission.js';
-import type { CallContext, ChatStreamOutcome } from './call.js';
+import { cancellable, type CallContext, type ChatStreamOutcome } from './call.js';
 import type { CallPipeline } from './pipeline.js';
 import type { CacheRecord, Metered, SettledCall } from './settlement.js';
 
@@ -58,7 +59,8 @@ export class ChatCacheHits {
     const { answer } = hit;
     const translation = this.translation;
     const self = this;
-    async function* replay(): AsyncGenerator<GatewayStreamEvent[], void, undefined> {
+    async function* replay(started: () => void): AsyncGenerator<GatewayStreamEvent[], void, undefined> {
+      started();
       let settled = false;
       try {
         for (const piece of pieces(answer.text)) yield [{ type: 'text-delta', text: piece }];
@@ -80,7 +82,11 @@ export class ChatCacheHits {
       }
     }
     const promptUsage: Usage = { ...answer.usage, outputTokens: 0, reasoningTokens: 0 };
-    return { model, headers: served.headers, events: replay(), promptUsage, estimatePrompt: () => Promise.resolve(promptUsage), native: false };
+    const unread = async (failure: GatewayError): Promise<void> => {
+      served.metered.costMicros = 0;
+      await self.settle(model, served, ctx, answer.usage, true, failure.status, failure.reason);
+    };
+    return { model, headers: served.headers, ...cancellable(replay, unread), promptUsage, estimatePrompt: () => Promise.resolve(promptUsage), native: false };
   }
 
   /** Rate limit, key budget and wallet for a hit, with a hold of exactly its charge. */

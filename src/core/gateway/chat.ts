@@ -16,7 +16,7 @@ import type { PromptTokenMargin } from '../tokens.js';
 import { countPromptTokens, countTextTokens, promptTokenBound, promptTokenEstimate } from '../tokens.js';
 import type { CachePlan, ResponseCache } from '../cache/response-cache.js';
 import type { Admission, Admitter } from './admission.js';
-import type { CallContext, CallKind, ChatOutcome, ChatStreamOutcome, Routed, Target } from './call.js';
+import { cancellable, type CallContext, type CallKind, type ChatOutcome, type ChatStreamOutcome, type Routed, type Target } from './call.js';
 import { ChatCacheHits } from './chat-cache-hits.js';
 import { holdStream, readStream, type HeldStream } from './chat-stream.js';
 import { inlineRemoteImages } from './images.js';
@@ -114,7 +114,13 @@ export class ChatService {
     const outcome: ChatStreamOutcome = {
       model: routed.model,
       headers,
-      events: this.relay(routed, request, ctx, plan, keep),
+      ...cancellable(
+        (started) => this.relay(routed, request, ctx, plan, keep, started),
+        async (failure) => {
+          routed.answer.held.response.body.destroy();
+          await this.pipeline.settle(routed, ctx, { usage: undefined, status: failure.status, errorType: failure.reason, stream: true, cache: cacheRecord(plan), failure });
+        },
+      ),
       estimatePrompt: () => estimatePrompt(request, this.logger, ctx.requestId),
       native,
     };
@@ -124,7 +130,8 @@ export class ChatService {
   }
 
   /** The rest of a held stream ► the ingress encoder (which pulls, so backpressure holds), then one settlement. */
-  private async *relay(routed: Routed<ChatPlan, StreamAnswer>, request: ChatRequest, ctx: CallContext, plan: CachePlan | undefined, keep: CachePlan | undefined): AsyncGenerator<GatewayStreamEvent[], void, undefined> {
+  private async *relay(routed: Routed<ChatPlan, StreamAnswer>, request: ChatRequest, ctx: CallContext, plan: CachePlan | undefined, keep: CachePlan | undefined, started: () => void): AsyncGenerator<GatewayStreamEvent[], void, undefined> {
+    started();
     const { held } = routed.answer;
     const meter = held.meter;
     const billable = async (): Promise<Usage | undefined> => meter.usage ?? (meter.text || meter.toolText || meter.reasoningText ? estimateUsage(request, meter.text + meter.reasoningText, meter.toolText) : undefined);

@@ -1,8 +1,9 @@
+import type { Redis } from 'ioredis';
 import { errors } from '../errors.js';
 import { newId } from '../keys.js';
 import { hashPassword, verifyPassword } from '../auth/passwords.js';
 import type { PasswordPool } from '../auth/password-pool.js';
-import { FailureThrottle } from '../auth/throttle.js';
+import { LoginThrottle } from '../auth/login-throttle.js';
 import { isUniqueViolation, type Account, type Role } from '../../store/accounts.js';
 import type { Store } from '../../store/types.js';
 
@@ -19,13 +20,14 @@ export interface AccountServiceOptions {
   /** Where bcrypt runs (worker threads); default: the process's shared pool. */
   passwords?: PasswordPool;
   login: { maxFailures: number; windowSeconds: number };
+  /** Failed logins counted there, for every daemon sharing it; absent: in this daemon's memory. */
+  redis?: { client: Redis; prefix: string };
   now?: () => number;
 }
 
 /** Accounts: creation, password login (throttled), lookup by id or email. */
 export class AccountService {
-  private readonly byEmailFailures: FailureThrottle;
-  private readonly byClientFailures: FailureThrottle;
+  private readonly failures: LoginThrottle;
   private readonly now: () => number;
 
   constructor(
@@ -33,10 +35,7 @@ export class AccountService {
     private readonly options: AccountServiceOptions,
   ) {
     this.now = options.now ?? Date.now;
-    const windowMs = options.login.windowSeconds * 1000;
-    this.byEmailFailures = new FailureThrottle(options.login.maxFailures, windowMs, this.now);
-    // A client guessing across many emails is cut off too, at a higher count.
-    this.byClientFailures = new FailureThrottle(options.login.maxFailures * 4, windowMs, this.now);
+    this.failures = new LoginThrottle({ maxFailures: options.login.maxFailures, windowMs: options.login.windowSeconds * 1000 }, options.redis, this.now);
   }
 
   async create(input: NewAccount): Promise<Account> {
@@ -51,17 +50,14 @@ export class AccountService {
 
   /** Checks email and password; 401 on mismatch, 429 after repeated failures. */
   async login(email: string, password: string, client: string): Promise<Account> {
-    const subject = email.toLowerCase();
-    const wait = Math.max(this.byEmailFailures.retryAfter(subject), this.byClientFailures.retryAfter(client));
-    if (wait > 0) throw errors.loginThrottled(wait);
-    const account = await this.store.accounts.byEmail(subject);
+    await this.failures.check(email, client);
+    const account = await this.store.accounts.byEmail(email.toLowerCase());
     const ok = await verifyPassword(password, account?.passwordHash, this.options.bcryptRounds, this.options.passwords);
     if (!ok || !account) {
-      this.byEmailFailures.fail(subject);
-      this.byClientFailures.fail(client);
+      await this.failures.failed(email, client);
       throw errors.badCredentials();
     }
-    this.byEmailFailures.succeed(subject);
+    await this.failures.succeeded(email);
     return account;
   }
 
