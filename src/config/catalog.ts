@@ -64,6 +64,7 @@ export const FAMILY_KINDS: Record<ProviderType, readonly ModelType[]> = {
   anthropic: ['chat'],
   gemini: ['chat', 'embedding', 'image'],
   deepgram: ['speech', 'transcription'],
+  azure: ['chat', 'embedding', 'speech', 'transcription', 'image'],
 };
 
 /** The keys that describe one kind of model; on a model of another kind they are a mistake. */

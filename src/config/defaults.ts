@@ -70,3 +70,6 @@ export const DEFAULT_RAW_CONFIG = {
 export const DEFAULT_PROVIDER_TIMEOUTS = { connect: '10s', first_byte: '120s', idle: '60s' } as const;
 
 export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
+
+/** Azure OpenAI's current GA api-version for the deployments API. */
+export const DEFAULT_AZURE_API_VERSION = '2024-10-21';

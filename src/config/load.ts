@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { mergeModelEntries, parseModel, toSourcedEntries } from './catalog.js';
-import { DEFAULT_ANTHROPIC_VERSION, DEFAULT_PROVIDER_TIMEOUTS, DEFAULT_RAW_CONFIG } from './defaults.js';
+import { DEFAULT_ANTHROPIC_VERSION, DEFAULT_AZURE_API_VERSION, DEFAULT_PROVIDER_TIMEOUTS, DEFAULT_RAW_CONFIG } from './defaults.js';
 import {
   isRecord,
   Problems,
@@ -203,7 +203,7 @@ function mergeWithDefaults(user: Raw): Raw {
 }
 
 const PROVIDER_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
-const PROVIDER_KEYS = ['type', 'base_url', 'api_key', 'api_keys', 'headers', 'timeouts', 'anthropic_version', 'max_tokens_param', 'tokenizer', 'responses'];
+const PROVIDER_KEYS = ['type', 'base_url', 'api_key', 'api_keys', 'headers', 'timeouts', 'anthropic_version', 'max_tokens_param', 'tokenizer', 'responses', 'api_version', 'api'];
 
 function readProviders(raw: unknown, problems: Problems): Record<string, ProviderConfig> {
   const out: Record<string, ProviderConfig> = {};
@@ -223,15 +223,15 @@ function readProviders(raw: unknown, problems: Problems): Record<string, Provide
     }
     const entry = readSection(value, path, PROVIDER_KEYS, problems);
     const type = readString(entry, 'type', path, problems, { required: true });
-    if (type !== undefined && !(PROVIDER_TYPES as readonly string[]).includes(type)) {
-      problems.add(`${path}.type`, `must be one of: ${PROVIDER_TYPES.join(', ')} (openai covers every OpenAI-compatible vendor)`);
-    }
+    // A provider of an unknown type is read for its other problems, then left out (its models are refused by name).
+    const known = type === undefined || (PROVIDER_TYPES as readonly string[]).includes(type);
+    if (!known) problems.add(`${path}.type`, `must be one of: ${PROVIDER_TYPES.join(', ')} (openai covers every OpenAI-compatible vendor)`);
     const baseUrl = readUrl(entry, 'base_url', path, problems, true);
     const headers = readHeaders(entry.headers, `${path}.headers`, problems);
     const timeouts = readSection(entry.timeouts, `${path}.timeouts`, ['connect', 'first_byte', 'idle'], problems);
     const provider: ProviderConfig = {
       name,
-      type: (type ?? 'openai') as ProviderConfig['type'],
+      type: (known ? (type ?? 'openai') : 'openai') as ProviderConfig['type'],
       baseUrl: baseUrl ?? '',
       headers,
       maxTokensParam: readEnum(entry, 'max_tokens_param', path, problems, ['max_tokens', 'max_completion_tokens'] as const, 'max_tokens'),
@@ -251,17 +251,35 @@ function readProviders(raw: unknown, problems: Problems): Record<string, Provide
     } else if (entry.anthropic_version !== undefined) {
       problems.add(`${path}.anthropic_version`, 'only applies to providers of type anthropic');
     }
-    if (provider.type !== 'openai' && entry.max_tokens_param !== undefined) {
-      problems.add(`${path}.max_tokens_param`, 'only applies to providers of type openai');
+    if (provider.type !== 'openai' && provider.type !== 'azure' && entry.max_tokens_param !== undefined) {
+      problems.add(`${path}.max_tokens_param`, 'only applies to providers of type openai or azure');
     }
+    readAzure(entry, provider, path, problems);
     const tokenizer = readTokenizer(entry.tokenizer, `${path}.tokenizer`, problems);
     if (tokenizer) provider.tokenizer = tokenizer;
     if (provider.type !== 'openai' && entry.responses !== undefined && entry.responses !== null) {
       problems.add(`${path}.responses`, 'only applies to providers of type openai (an upstream with its own /v1/responses)');
     } else if (readBool(entry, 'responses', path, problems, false)) provider.responses = true;
-    out[name] = provider;
+    if (known) out[name] = provider;
   }
   return out;
+}
+
+/** Azure's `api_version` (the deployments API; default the current GA) or `api: v1`. */
+function readAzure(entry: Raw, provider: ProviderConfig, path: string, problems: Problems): void {
+  if (provider.type !== 'azure') {
+    for (const key of ['api_version', 'api']) if (entry[key] !== undefined) problems.add(`${path}.${key}`, 'only applies to providers of type azure');
+    return;
+  }
+  const api = readEnum(entry, 'api', path, problems, ['deployments', 'v1'] as const, 'deployments');
+  const apiVersion = readString(entry, 'api_version', path, problems);
+  if (api === 'v1') {
+    if (apiVersion !== undefined) problems.add(`${path}.api_version`, 'the v1 API takes no api-version: remove it, or set api: deployments');
+    provider.azure = {};
+    return;
+  }
+  if (apiVersion !== undefined && !/^\d{4}-\d{2}-\d{2}(-preview)?$/.test(apiVersion)) problems.add(`${path}.api_version`, 'must be a date like 2024-10-21 (or 2025-04-01-preview)');
+  provider.azure = { apiVersion: apiVersion ?? DEFAULT_AZURE_API_VERSION };
 }
 
 /**

@@ -1,7 +1,7 @@
 /** The validated, frozen configuration every part of the daemon reads. */
 
-export type ProviderType = 'openai' | 'anthropic' | 'gemini' | 'deepgram';
-export const PROVIDER_TYPES: readonly ProviderType[] = ['openai', 'anthropic', 'gemini', 'deepgram'];
+export type ProviderType = 'openai' | 'anthropic' | 'gemini' | 'deepgram' | 'azure';
+export const PROVIDER_TYPES: readonly ProviderType[] = ['openai', 'anthropic', 'gemini', 'deepgram', 'azure'];
 /** The provider types with a chat wire (Deepgram serves speech and transcription only). */
 export type ChatProviderType = Exclude<ProviderType, 'deepgram'>;
 
@@ -52,6 +52,12 @@ export interface ProviderConfig {
    * their encrypted content work natively) instead of being translated to chat completions.
    */
   responses?: boolean;
+  /**
+   * Azure OpenAI (type azure, the OpenAI wire family): the deployments API with this
+   * `api-version` (`/openai/deployments/{upstream model}/…?api-version=`), or, without one,
+   * the v1 API (`/openai/v1/…`, the deployment named in the body). Sent with `api-key`.
+   */
+  azure?: { apiVersion?: string };
 }
 
 /**

@@ -10,4 +10,6 @@ export const MEDIA_FAMILIES: MediaFamilies = {
   anthropic: { errorMessage: nestedErrorMessage },
   gemini: { embeddings: geminiEmbeddings, images: geminiImages, errorMessage: nestedErrorMessage },
   deepgram: deepgramMedia,
+  // Azure OpenAI is OpenAI's wire at Azure's paths (openai/endpoint.ts).
+  azure: { embeddings: openAiEmbeddings, speech: openAiSpeech, transcription: openAiTranscription, images: openAiImages, errorMessage: nestedErrorMessage },
 };

@@ -13,6 +13,8 @@ export const PROVIDER_FAMILIES: Readonly<Record<ChatProviderType, ProviderFamily
   openai: openAiFamily,
   anthropic: anthropicFamily,
   gemini: geminiFamily,
+  // Azure OpenAI: OpenAI's wire, with Azure's paths and api-key (openai/endpoint.ts).
+  azure: openAiFamily,
 };
 
 export type { TokenCounter } from './anthropic/count-tokens.js';

@@ -280,3 +280,36 @@ t.test('database.url selects PostgreSQL; an unset ${DATABASE_URL} is an error, n
   t.equal(build({ redis: { url: 'redis://r:6379' } }).redis?.holdLeaseMs, 180_000, 'three minutes by default');
   t.throws(() => build({ redis: { url: 'redis://r:6379', hold_lease: '1s' } }), /redis\.hold_lease/);
 });
+
+t.test('azure providers: the deployments API by default (api-version 2024-10-21), or api: v1; mistakes named', async (t) => {
+  const price = { input_cost_per_1m: 1, output_cost_per_1m: 2 };
+  const config = build({
+    providers: {
+      az: { type: 'azure', base_url: 'https://res.openai.azure.com', api_key: 'k' },
+      az2: { type: 'azure', base_url: 'https://res.openai.azure.com', api_key: 'k', api_version: '2025-04-01-preview' },
+      azv1: { type: 'azure', base_url: 'https://res.openai.azure.com', api_key: 'k', api: 'v1' },
+    },
+    models: [{ id: 'az/my-gpt4o', name: 'mine', ...price }],
+  });
+  t.same(config.providers.az?.azure, { apiVersion: '2024-10-21' });
+  t.same(config.providers.az2?.azure, { apiVersion: '2025-04-01-preview' });
+  t.same(config.providers.azv1?.azure, {});
+  t.ok(config.models.some((model) => model.id === 'az/my-gpt4o'), 'an azure model is a chat model of the OpenAI wire');
+  // The README's example: an Azure deployment in front of OpenAI's own.
+  const routed = build({
+    providers: { azure: { type: 'azure', base_url: 'https://my-resource.openai.azure.com', api_key: 'k' } },
+    models: [
+      { id: 'azure/gpt-4o-mini-prod', name: 'GPT-4o mini (Azure)', upstream_model: 'gpt-4o-mini-prod', context_window: 128000, max_output_tokens: 16384, input_cost_per_1m: 12.6, output_cost_per_1m: 50.4 },
+      { id: 'openai/gpt-4o-mini', name: 'GPT-4o mini', deployments: [{ provider: 'azure', upstream_model: 'gpt-4o-mini-prod' }, { provider: 'openai', priority: 2 }] },
+    ],
+  });
+  t.match(routed.models.find((model) => model.id === 'openai/gpt-4o-mini')?.deployments, [{ provider: 'azure', upstreamModel: 'gpt-4o-mini-prod' }, { provider: 'openai', upstreamModel: 'gpt-4o-mini' }]);
+  t.same(problemsOf({ providers: { az: { type: 'azure', base_url: 'https://r.openai.azure.com', api: 'v1', api_version: '2024-10-21' } } }), ['providers.az.api_version: the v1 API takes no api-version: remove it, or set api: deployments']);
+  t.same(problemsOf({ providers: { az: { type: 'azure', base_url: 'https://r.openai.azure.com', api_version: 'latest' } } }), ['providers.az.api_version: must be a date like 2024-10-21 (or 2025-04-01-preview)']);
+  t.same(problemsOf({ providers: { openai: { api_version: '2024-10-21' } } }), ['providers.openai.api_version: only applies to providers of type azure']);
+});
+
+t.test('a model on a provider of an unknown type: the path and the rule, no crash', async (t) => {
+  const problems = problemsOf({ providers: { mine: { type: 'bedrockish', base_url: 'https://example.com' } }, models: [{ id: 'mine/model', name: 'm', input_cost_per_1m: 1, output_cost_per_1m: 1 }] });
+  t.match(problems, [/^providers\.mine\.type: must be one of: openai, anthropic, gemini, deepgram, azure/, /^models\[0\]\.id: provider 'mine' is not configured under providers$/]);
+});

@@ -16,6 +16,8 @@ export interface UpstreamFailure {
   retryAfterMs?: number;
   /** A 429 that says the quota or spend limit is exhausted: waiting a few seconds will not help. */
   quota?: boolean;
+  /** The deployment's upstream does not know it (Azure's DeploymentNotFound): a configuration mistake, not the request's. */
+  misconfigured?: boolean;
 }
 
 export type RestReason = 'failures' | 'auth' | 'quota' | 'retry-after';
@@ -66,6 +68,10 @@ export function classifyFailure(failure: UpstreamFailure | undefined, routing: P
   if (status === 429 && failure.quota) {
     // Quota or spend limit exhausted: the key's account is out, whatever Retry-After says.
     return { retry: routing.retryOn.has(429), restKey: { ms: Math.max(routing.cooldown.durationMs, failure.retryAfterMs ?? 0), reason: 'quota' }, countFailure: false };
+  }
+  if (failure.misconfigured) {
+    // Fails the same way for every call: another deployment may serve, never this one again in this call.
+    return { retry: true, countFailure: true };
   }
   if (status === undefined) {
     const condition = failure.kind === 'connect' ? 'connect' : 'timeout';

@@ -1,6 +1,7 @@
 import type { ProviderConfig } from '../../config/types.js';
 import type { ChatRequest, ContentPart, Message, ResponseFormat, ToolChoice } from '../../core/canonical.js';
 import { providerHeaders } from '../shared/headers.js';
+import { openAiUrl, setOpenAiCredential } from './endpoint.js';
 import type { UpstreamRequest } from '../types.js';
 import { effortOf, reasons } from './reasoning.js';
 import type { OpenAiChatRequest, OpenAiContentPart, OpenAiMessage, OpenAiToolChoice } from './wire.js';
@@ -46,12 +47,12 @@ export function buildOpenAiChatRequest(request: ChatRequest, provider: ProviderC
   if (request.passthrough?.family === 'openai') {
     for (const [key, value] of Object.entries(request.passthrough.fields)) if (!(key in body)) body[key] = value;
   }
-  return { url: `${provider.baseUrl}/chat/completions`, headers: providerHeaders(provider, openAiHeaders), body, ignoredParams };
+  return { url: openAiUrl(provider, '/chat/completions', request.upstreamModel), headers: providerHeaders(provider, openAiHeaders), body, ignoredParams };
 }
 
 export function openAiHeaders(provider: ProviderConfig): Record<string, string> {
   const headers: Record<string, string> = { 'content-type': 'application/json', ...provider.headers };
-  if (provider.apiKey) headers.authorization = `Bearer ${provider.apiKey}`;
+  setOpenAiCredential(headers, provider);
   return headers;
 }
 

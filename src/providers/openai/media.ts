@@ -3,6 +3,7 @@ import type { EmbeddingRequest, EmbeddingResult, ImageRequest, ImageResult, Spee
 import type { EmbeddingAdapter, ImageAdapter, SpeechAdapter, TranscriptionAdapter } from '../media.js';
 import { upstreamMalformed } from '../shared/errors.js';
 import { providerHeaders } from '../shared/headers.js';
+import { openAiUrl, setOpenAiCredential } from './endpoint.js';
 import { asArray, asNumber, asRecord, asString } from '../shared/json.js';
 import { buildMultipart, type FormField } from '../shared/multipart.js';
 import { checkedBase64Floats, numberArray } from '../shared/vectors.js';
@@ -23,7 +24,7 @@ export const openAiEmbeddings: EmbeddingAdapter = {
     };
     if (request.dimensions !== undefined) body.dimensions = request.dimensions;
     if (request.user !== undefined) body.user = request.user;
-    return [{ url: `${provider.baseUrl}/embeddings`, headers: providerHeaders(provider, openAiHeaders), body, ignoredParams: [] }];
+    return [{ url: openAiUrl(provider, '/embeddings', request.upstreamModel), headers: providerHeaders(provider, openAiHeaders), body, ignoredParams: [] }];
   },
   parse(bodies: unknown[], request: EmbeddingRequest, provider: ProviderConfig): EmbeddingResult {
     const body = asRecord(bodies[0]);
@@ -53,7 +54,7 @@ export const openAiSpeech: SpeechAdapter = {
     const body: Record<string, unknown> = { model: request.upstreamModel, input: request.input, voice: request.voice, response_format: request.format };
     if (request.speed !== undefined) body.speed = request.speed;
     if (request.instructions !== undefined) body.instructions = request.instructions;
-    return { url: `${provider.baseUrl}/audio/speech`, headers: providerHeaders(provider, openAiHeaders), body, ignoredParams: [] };
+    return { url: openAiUrl(provider, '/audio/speech', request.upstreamModel), headers: providerHeaders(provider, openAiHeaders), body, ignoredParams: [] };
   },
 };
 
@@ -70,8 +71,8 @@ export const openAiTranscription: TranscriptionAdapter = {
     for (const granularity of request.timestampGranularities) fields.push({ name: 'timestamp_granularities[]', value: granularity });
     const { parts, length, contentType } = buildMultipart(fields);
     const headers: Record<string, string> = { ...provider.headers, 'content-type': contentType, 'content-length': String(length) };
-    if (provider.apiKey) headers.authorization = `Bearer ${provider.apiKey}`;
-    return { url: `${provider.baseUrl}/audio/transcriptions`, headers, body: undefined, rawBody: parts, ignoredParams: [] };
+    setOpenAiCredential(headers, provider);
+    return { url: openAiUrl(provider, '/audio/transcriptions', request.upstreamModel), headers, body: undefined, rawBody: parts, ignoredParams: [] };
   },
   /** Passed through in the client's format (the upstream rendered it); the duration read where the answer states it. */
   parse(body: Buffer, contentType: string, request: TranscriptionRequest, provider: ProviderConfig): TranscriptionResult {
@@ -103,7 +104,7 @@ export const openAiImages: ImageAdapter = {
     // service asks for URLs only from models the catalog says can make them).
     if (request.upstreamResponseFormat !== undefined) body.response_format = request.upstreamResponseFormat;
     if (request.user !== undefined) body.user = request.user;
-    return [{ url: `${provider.baseUrl}/images/generations`, headers: providerHeaders(provider, openAiHeaders), body, ignoredParams: [] }];
+    return [{ url: openAiUrl(provider, '/images/generations', request.upstreamModel), headers: providerHeaders(provider, openAiHeaders), body, ignoredParams: [] }];
   },
   parse(bodies: unknown[], _request: ImageRequest, provider: ProviderConfig): ImageResult {
     const body = asRecord(bodies[0]);

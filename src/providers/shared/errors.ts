@@ -22,6 +22,24 @@ export function upstreamHttpError(provider: string, answer: UpstreamErrorAnswer)
   const detail = answer.message ? `: ${truncate(answer.message)}` : '';
   const upstream: UpstreamFailure = { kind: 'http', status };
   if (retryAfterMs !== undefined) upstream.retryAfterMs = retryAfterMs;
+  const code = errorCode(answer.body);
+  if (status === 404 && code === 'DeploymentNotFound') {
+    // Azure OpenAI: the model's upstream_model names no deployment of the resource. The
+    // gateway's configuration, not the client's request: another deployment may serve it.
+    upstream.misconfigured = true;
+    return new GatewayError({
+      status: 502,
+      type: 'upstream_error',
+      reason: 'upstream_deployment_not_found',
+      message: `${provider} has no deployment of that name${detail}: an administrator must check the model's upstream_model`,
+      upstream,
+    });
+  }
+  if (status === 400 && code === 'content_filter') {
+    // Azure OpenAI's content filter refused the prompt: the client's to change, and the same
+    // prompt would be refused by every deployment of the resource.
+    return new GatewayError({ status: 400, type: 'invalid_request_error', reason: 'content_filter', param: 'messages', message: answer.message ? truncate(answer.message) : `${provider}'s content filter refused the prompt`, upstream });
+  }
   if (status === 400 || status === 404 || status === 409 || status === 413 || status === 422) {
     return new GatewayError({
       status: status === 413 ? 413 : 400,
@@ -110,6 +128,12 @@ export function upstreamMalformed(provider: string, what: string): GatewayError 
 /** An error event inside an upstream stream (after its headers). */
 export function upstreamStreamError(provider: string, message: string | undefined): GatewayError {
   return new GatewayError({ status: 502, type: 'upstream_error', reason: 'upstream_stream_error', message: `${provider} failed mid-stream${message ? `: ${truncate(message)}` : ''}`, retryable: true, upstream: { kind: 'stream' } });
+}
+
+/** The `error.code` of an OpenAI-shaped error body (Azure puts its own codes there). */
+function errorCode(body: unknown): string | undefined {
+  const code = asRecord(asRecord(body)?.error)?.code;
+  return typeof code === 'string' ? code : undefined;
 }
 
 function asRecord(value: unknown): Record<string, unknown> | undefined {

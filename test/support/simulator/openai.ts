@@ -1,3 +1,4 @@
+import { azureCompletion, azureStream } from './azure.js';
 import { checkOpenAiEffort } from './thinking.js';
 import { randomBytes } from 'node:crypto';
 import { handleOpenAIMedia } from './openai-media.js';
@@ -109,6 +110,10 @@ export function scriptedFailure(status: number, message: string | undefined, cod
     return new OpenAIFailure(status, message ?? 'You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors.', 'insufficient_quota', null, 'insufficient_quota');
   }
   if (status === 401) return new OpenAIFailure(status, message ?? 'Incorrect API key provided.', 'invalid_request_error', null, 'invalid_api_key');
+  // Azure OpenAI's content filter refusing a prompt.
+  if (status === 400 && code === 'content_filter') {
+    return new OpenAIFailure(status, message ?? "The response was filtered due to the prompt triggering Azure OpenAI's content management policy. Please modify your prompt and retry.", 'invalid_request_error', 'prompt', 'content_filter');
+  }
   if (status === 403) return new OpenAIFailure(status, message ?? 'Country, region, or territory not supported', 'request_forbidden', null, 'unsupported_country_region_territory');
   if (status === 404) return new OpenAIFailure(status, message ?? 'The model does not exist or you do not have access to it.', 'invalid_request_error', null, 'model_not_found');
   if (status === 429) return new OpenAIFailure(status, message ?? 'Rate limit reached for requests. Please try again later.', 'requests', null, 'rate_limit_exceeded');
@@ -372,8 +377,11 @@ export async function handleOpenAI(ex: Exchange): Promise<void> {
     scenario,
     stream: body.stream === true,
     headers,
-    json: () => ({ contentType: JSON_TYPE, text: JSON.stringify(completion(reply, model, ids)) }),
-    plan: () => streamPlan(reply, model, ids, options.include_usage === true, options.include_obfuscation !== false),
+    json: () => ({ contentType: JSON_TYPE, text: JSON.stringify(ex.azure ? azureCompletion(completion(reply, model, ids)) : completion(reply, model, ids)) }),
+    plan: () => {
+      const plan = streamPlan(reply, model, ids, options.include_usage === true, options.include_obfuscation !== false);
+      return ex.azure ? azureStream(plan) : plan;
+    },
     error: (status, message, code) => errorBody(scriptedFailure(status, message, code)),
   });
 }

@@ -89,6 +89,8 @@ export interface RecordedRequest {
   stream: boolean;
   /** The usage object the answer reported, in the family's wire shape (Anthropic: `usage` of the message; set once answered). */
   usage?: unknown;
+  /** Came in through Azure's paths (azure.ts): which API, deployment and api-version. */
+  azure?: { api: 'deployments' | 'v1'; deployment?: string; apiVersion?: string };
 }
 
 /** One event of a streamed answer: `event` becomes an `event:` line (Anthropic only). */

@@ -1,3 +1,4 @@
+import { azureGate, type AzureCall } from './azure.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
@@ -126,6 +127,8 @@ export class Exchange {
   readonly images: ImageStore;
   /** Anthropic's prompt cache (anthropic-cache.ts), shared by every request to this simulator. */
   readonly promptCache: AnthropicPromptCache;
+  /** Set when the request came in through Azure's paths (azure.ts): its answers carry Azure's additions. */
+  azure: AzureCall | undefined;
   readonly #state: SimState;
 
   constructor(
@@ -223,6 +226,8 @@ export class Exchange {
     if (scenario.error) {
       const headers = { ...outcome.headers };
       if (scenario.error.retryAfterSeconds !== undefined) headers['retry-after'] = String(scenario.error.retryAfterSeconds);
+      // Azure says it to the millisecond as well.
+      if (this.azure && scenario.error.retryAfterSeconds !== undefined) headers['retry-after-ms'] = String(scenario.error.retryAfterSeconds * 1000);
       this.send(scenario.error.status, outcome.error(scenario.error.status, scenario.error.message, scenario.error.code), headers);
       return;
     }
@@ -449,7 +454,13 @@ export class ProviderSimulator {
       res.destroy();
       return;
     }
-    const url = new URL(req.url ?? '/', 'http://simulator.invalid');
+    let url = new URL(req.url ?? '/', 'http://simulator.invalid');
+    let azure: AzureCall | undefined;
+    if (url.pathname.startsWith('/azure/')) {
+      const gate = azureGate(req, res, url, this.apiKey);
+      if (!gate) return;
+      ({ url, azure } = gate);
+    }
     const route = routeOf(url.pathname);
     const contentType = req.headers['content-type'];
     const multipart = isMultipart(contentType) ? await parseMultipart(raw, contentType ?? '') : undefined;
@@ -473,6 +484,7 @@ export class ProviderSimulator {
       },
       multipart,
     );
+    exchange.azure = azure;
     let body = exchange.body;
     let model: string | undefined;
     if (multipart) {
@@ -495,6 +507,7 @@ export class ProviderSimulator {
       body,
       model: route.gemini?.model ?? model ?? (typeof record?.model === 'string' ? record.model : ''),
       stream: route.gemini ? route.gemini.action === 'streamGenerateContent' : record?.stream === true,
+      ...(azure ? { azure } : {}),
     };
     this.requests.push(recorded);
     if (this.#closing) {
