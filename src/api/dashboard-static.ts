@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join, normalize } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { App } from '../app.js';
@@ -55,7 +55,8 @@ class AssetCache {
     const cached = fresh ? undefined : this.assets.get(name);
     if (cached) return cached;
     const path = normalize(join(this.dir, name));
-    if (!path.startsWith(this.dir) || !existsSync(path)) return undefined;
+    // Files only: `assets/..` is the dashboard's directory itself (reading it threw EISDIR: a 500).
+    if (!path.startsWith(this.dir) || !isFile(path)) return undefined;
     const body = readFileSync(path);
     const ext = name.slice(name.lastIndexOf('.'));
     const type = TYPES[ext] ?? 'application/octet-stream';
@@ -102,7 +103,7 @@ export function registerDashboardStatic(router: Router<Route>, _app: App, dir = 
   router.add('GET', '/assets/*file', {
     handle: (ctx) => {
       const name = ctx.params.file ?? '';
-      if (!/^[A-Za-z0-9._-]+$/.test(name)) throw errors.routeNotFound('GET', ctx.path);
+      if (!/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$/.test(name)) throw errors.routeNotFound('GET', ctx.path);
       const asset = cache.get(`assets/${name}`);
       if (!asset) throw errors.routeNotFound('GET', ctx.path);
       send(ctx, asset, 'public, max-age=31536000, immutable');
@@ -137,4 +138,13 @@ export function dashboardFallback(page: Route): (path: string, accept: string | 
     if (/^\/(api|v1|health|assets)(\/|$)/.test(path)) return undefined;
     return accept !== undefined && accept.includes('text/html') ? page : undefined;
   };
+}
+
+/** Whether `path` is a regular file (false for a directory, a name too long, anything unreadable). */
+function isFile(path: string): boolean {
+  try {
+    return statSync(path, { throwIfNoEntry: false })?.isFile() === true;
+  } catch {
+    return false;
+  }
 }

@@ -43,10 +43,12 @@ export function answerProtocolErrors(server: Server, logger: Logger): ResponseTr
   });
 
   // Only 100-continue is understood; anything else is refused before the route runs, body unread.
-  server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => {
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     const refusal = errors.expectationFailed();
+    const requestId = newRequestId();
     res.setHeader('connection', 'close');
-    sendJson(res, refusal.status, body(refusal), { 'x-request-id': newRequestId() });
+    sendJson(res, refusal.status, body(refusal), { 'x-request-id': requestId });
+    logger.info({ req_id: requestId, method: req.method, path: req.url?.split('?')[0], status: refusal.status, error: refusal.reason }, 'request');
   });
   return tracker;
 }

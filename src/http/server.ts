@@ -122,7 +122,8 @@ export function createHttpServer(options: HttpServerOptions): Server {
     setRequestId(res, requestId);
     const incomingId = req.headers['x-request-id'];
     const method = req.method ?? 'GET';
-    const url = req.url ?? '/';
+    // Absolute-form targets (`POST http://host/v1/messages`, RFC 9112 §3.2.2) are routed by their path.
+    const url = absoluteFormPath(req.url ?? '/');
     const queryStart = url.indexOf('?');
     const path = queryStart === -1 ? url : url.slice(0, queryStart);
     // The access-log line itself: handlers and guards add their fields, the close listener the outcome.
@@ -154,8 +155,6 @@ export function createHttpServer(options: HttpServerOptions): Server {
         res.setHeader('connection', 'close');
         throw errors.shuttingDown();
       }
-      // RFC 9112 §3.2: an HTTP/1.1 request without Host is refused.
-      if (req.headers.host === undefined && req.httpVersionMinor === 1 && req.httpVersionMajor === 1) throw errors.missingHost();
       let match = router.match(method, path);
       if (match.kind === 'not_found' && (method === 'GET' || method === 'HEAD')) {
         const page = options.fallback?.(path, req.headers.accept);
@@ -168,6 +167,11 @@ export function createHttpServer(options: HttpServerOptions): Server {
         throw errors.methodNotAllowed(method, path, match.allowed);
       }
       route = match.handler;
+      // RFC 9112 §3.2: an HTTP/1.1 request without Host is refused (in the route's error format).
+      if (req.headers.host === undefined && req.httpVersionMinor === 1 && req.httpVersionMajor === 1) {
+        res.setHeader('connection', 'close');
+        throw errors.missingHost();
+      }
       // Shedding: decided here, before any body is read, any key checked or the database
       // touched; the refusal costs about what a 404 does. Health checks are never refused.
       if (!HEALTH_PATHS.has(path)) {
@@ -220,6 +224,15 @@ export function createHttpServer(options: HttpServerOptions): Server {
   }
 
   return server;
+}
+
+/** The path and query of an absolute-form request target; any other target as it is. */
+function absoluteFormPath(target: string): string {
+  if (target.charCodeAt(0) === 47 /* / */ || !/^https?:\/\//i.test(target)) return target;
+  const slash = target.indexOf('/', target.indexOf('//') + 2);
+  const query = target.indexOf('?', target.indexOf('//') + 2);
+  if (slash === -1 || (query !== -1 && query < slash)) return query === -1 ? '/' : `/${target.slice(query)}`;
+  return target.slice(slash);
 }
 
 /** Node's interval for checking the headers and request timeouts: a quarter of the shorter, from 50 ms to its own default of 30 s. */

@@ -1,3 +1,4 @@
+import { get as httpGet } from 'node:http';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -58,6 +59,17 @@ t.test('the dashboard page, its assets and its headers', async (t) => {
   const traversal = await request(`${server.url}/assets/..%2Findex.html`);
   t.equal(traversal.statusCode, 404, 'no way out of the assets directory');
   await traversal.body.text();
+  // `assets/..` and `assets/.` name directories (the fuzzer's find: they answered 500 EISDIR); sent as written.
+  for (const name of ['..', '.', '...', 'x'.repeat(5000)]) {
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = httpGet({ host: new URL(server.url).hostname, port: new URL(server.url).port, path: `/assets/${name}` }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+    });
+    t.equal(status, 404, `/assets/${name.slice(0, 20)} is not a file: 404`);
+  }
 
   const api = await request(`${server.url}/nope`);
   t.equal(api.statusCode, 404, 'an unknown path for an API client: the JSON 404');

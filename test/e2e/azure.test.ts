@@ -1,8 +1,9 @@
 import Anthropic from '@anthropic-ai/sdk';
-import OpenAI from 'openai';
+import OpenAI, { toFile } from 'openai';
 import t from 'tap';
 import { ceilMillion, charges, header, noHolds, postJson, usageRow } from '../support/e2e.js';
 import { fundedKey, simulatedProviders, startTestGateway, type FundedKey, type TestGateway } from '../support/gateway.js';
+import { sampleAudio } from '../support/simulator/audio.js';
 import { ProviderSimulator } from '../support/simulator/server.js';
 
 /**
@@ -38,6 +39,9 @@ t.before(async () => {
       { id: 'azure-wrong/gpt-4o-mini', name: 'wrong key', ...PRICE },
       { id: 'azure/missing-deployment', name: 'no such deployment', ...PRICE },
       { id: 'azure/text-embedding-3-small', name: 'embeddings on Azure', type: 'embedding', input_cost_per_1m: 1.68, context_window: 8192, dimensions: 1536 },
+      { id: 'azure/tts', name: 'speech on Azure', type: 'speech', upstream_model: 'tts-1', context_window: 4096, input_cost_per_1m_chars: 1260 },
+      { id: 'azure/whisper', name: 'transcription on Azure', type: 'transcription', upstream_model: 'whisper-1', cost_per_minute: 0.504 },
+      { id: 'azure/gpt-image-1', name: 'images on Azure', type: 'image', sizes: ['1024x1024'], qualities: ['low'], max_images: 1, cost_per_image: 0.924, image_prices: { '1024x1024/low': 0.924 } },
       // Azure first, OpenAI behind it: a deployment Azure does not know falls over to the next.
       { id: 'openai/azure-first', name: 'routed', ...PRICE, deployments: [{ provider: 'azure', upstream_model: 'missing-gpt-4o' }, { provider: 'openai', upstream_model: 'gpt-4o-mini', priority: 2 }] },
     ],
@@ -148,6 +152,26 @@ t.test('embeddings on Azure', async (t) => {
   gw.app.settlement.drain();
   const row = await usageRow(gw, response.response.headers.get('x-request-id') ?? undefined);
   t.equal(row?.costMicros, ceilMillion(BigInt(row?.inputTokens ?? 0) * 1_680_000n), 'priced at the model\'s input price');
+});
+
+t.test('speech, transcription and images on Azure deployments', async (t) => {
+  sim.reset();
+  const speech = await openai().audio.speech.create({ model: 'azure/tts', input: 'Namaste from Azure', voice: 'alloy', response_format: 'mp3' }).asResponse();
+  t.equal(speech.status, 200);
+  t.ok((await speech.arrayBuffer()).byteLength > 0, 'audio bytes');
+  t.match(sim.requests.at(-1)?.azure, { api: 'deployments', deployment: 'tts-1' });
+
+  const transcript = await openai().audio.transcriptions.create({ model: 'azure/whisper', file: await toFile(sampleAudio('wav'), 'a.wav', { type: 'audio/wav' }) });
+  t.type(transcript.text, 'string');
+  t.match(sim.requests.at(-1)?.azure, { api: 'deployments', deployment: 'whisper-1' });
+  t.equal(sim.requests.at(-1)?.headers['api-key'], 'sim-key', 'the multipart upload carries api-key too');
+
+  const image = await openai().images.generate({ model: 'azure/gpt-image-1', prompt: 'a lighthouse', size: '1024x1024', quality: 'low' });
+  t.ok(image.data?.[0]?.b64_json ?? image.data?.[0]?.url, 'an image (inline or hosted by the gateway)');
+  t.match(sim.requests.at(-1)?.azure, { api: 'deployments', deployment: 'gpt-image-1' });
+  gw.app.settlement.drain();
+  const rows = await gw.app.store.usage.list({ accountId: funded.accountId, limit: 3 });
+  t.same(rows.map((row) => row.endpoint).sort(), ['audio.speech', 'audio.transcriptions', 'images.generations'].sort(), 'each billed');
 });
 
 t.test('refusals, each with its clear error', async (t) => {

@@ -36,8 +36,6 @@ const TOTAL = Number(process.env.FUZZ_INPUTS ?? 10_000);
 const ONLY = process.env.FUZZ_ONLY?.split(',').map(Number);
 const BATCH = 500;
 
-
-
 t.test('a fuzzer over every endpoint: no 5xx, no crash, every refusal in the envelope, nothing charged', async (t) => {
   t.comment(`seed ${SEED} (FUZZ_SEED=${SEED} reproduces this run; FUZZ_ONLY=<index,...> sends chosen inputs)`);
   const started = Date.now();

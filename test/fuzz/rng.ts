@@ -75,7 +75,7 @@ export class Rng {
 }
 
 /** The seed: FUZZ_SEED (decimal or 0x hex; `random` for a fresh one), else a fixed default. */
-export function fuzzSeed(env: NodeJS.ProcessEnv = process.env): number {
+function fuzzSeed(env: NodeJS.ProcessEnv = process.env): number {
   const text = env.FUZZ_SEED;
   if (text === undefined || text === '') return 0x5eed_2028;
   if (text === 'random') return (Math.random() * 0x1_0000_0000) >>> 0;
@@ -83,7 +83,6 @@ export function fuzzSeed(env: NodeJS.ProcessEnv = process.env): number {
   if (!Number.isFinite(value)) throw new Error(`FUZZ_SEED must be a number or "random" (got ${text})`);
   return value >>> 0;
 }
-
 
 /** The run's seed (FUZZ_SEED). */
 export const SEED = fuzzSeed();

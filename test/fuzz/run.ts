@@ -10,7 +10,6 @@ import { type Answer, type FuzzInput, fuzzPool } from './wire.js';
 /** Inputs in flight at once (and the pool's connections). */
 export const CONCURRENCY = 16;
 
-
 export interface Tally {
   count: number;
   statuses: Map<number | string, number>;

@@ -64,7 +64,7 @@ export function put(node: Record<string, Json | undefined>, key: string, value: 
   Object.defineProperty(node, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
-export const DEEP = 10_000;
+const DEEP = 10_000;
 /** Bodies near the body limit the test daemon is given (server.max_body_size), and past it. */
 export const BODY_LIMIT = 256 * 1024;
 
@@ -81,7 +81,7 @@ const wideObject = new Raw(`{${Array.from({ length: 8000 }, (_, i) => `"k${i}":$
 const deepSchema = new Raw(`${'{"type":"object","properties":{"a":'.repeat(3000)}{"type":"string"}${'}}'.repeat(3000)}`, 'JSON schema nested 3,000 levels');
 
 /** Numbers and numeric-looking strings at the edges. */
-export const EXTREME_NUMBERS: readonly Json[] = [
+const EXTREME_NUMBERS: readonly Json[] = [
   new Raw('1e309'),
   new Raw('-1e309'),
   new Raw('-0'),
@@ -117,7 +117,7 @@ export const EXTREME_NUMBERS: readonly Json[] = [
 ];
 
 /** Strings that are bad in most places. */
-export const BAD_STRINGS: readonly Json[] = [
+const BAD_STRINGS: readonly Json[] = [
   '',
   ' ',
   '\t\n',
@@ -161,7 +161,7 @@ export const BAD_STRINGS: readonly Json[] = [
 ];
 
 /** Shapes: containers that are wrong where a scalar goes, and huge or deep ones. */
-export const BAD_SHAPES: readonly Json[] = [
+const BAD_SHAPES: readonly Json[] = [
   {},
   [],
   [null],

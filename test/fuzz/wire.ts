@@ -48,7 +48,7 @@ export function fuzzPool(origin: string, connections = 16): Pool {
 const STREAMING = /text\/event-stream/;
 
 /** A path undici sends as it is: bytes it refuses (spaces, controls, non-ASCII) percent-encoded; junk such as a bare `%` stays. */
-export function sendablePath(path: string): string {
+function sendablePath(path: string): string {
   return path.replace(/[^\x21-\x7e]/gu, (char) => {
     try {
       return encodeURIComponent(char);
@@ -123,7 +123,7 @@ function sendRaw(origin: string, input: FuzzInput, started: number): Promise<Ans
 }
 
 /** One HTTP/1.1 answer from raw bytes: status, headers, and the body by content-length or chunked (complete: all of it is here). */
-export function parseHttpAnswer(data: Buffer): { status: number; headers: Record<string, string>; body: Buffer; complete: boolean } | undefined {
+function parseHttpAnswer(data: Buffer): { status: number; headers: Record<string, string>; body: Buffer; complete: boolean } | undefined {
   // Interim answers (100 Continue) come before the answer.
   while (/^HTTP\/1\.[01] 1\d\d /.test(data.subarray(0, 16).toString('latin1'))) {
     const interimEnd = data.indexOf('\r\n\r\n');
@@ -177,7 +177,7 @@ export function rawRequest(method: string, path: string, headerLines: readonly (
 // ---------------------------------------------------------------------------------------------
 // The check
 
-export type Verdict = { ok: true } | { ok: false; problem: string };
+type Verdict = { ok: true } | { ok: false; problem: string };
 
 /**
  * A refusal must carry the error envelope `{error: {message, type, code}}` with `code` the

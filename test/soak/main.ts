@@ -3,7 +3,7 @@ import { formatReport } from './report.js';
 import { runSoak, type SoakOptions } from './soak.js';
 
 /**
- * `npm run soak [-- --duration 10m --backend sqlite|postgres|both --concurrency 32]`: the soak
+ * `npm run soak [-- --duration 10m --backend sqlite|postgres|both --concurrency 32 --rate 150]`: the soak
  * (soak.ts) on each backend in turn, its report on stdout; exit 1 when a check fails.
  * Default: 2 minutes on SQLite, then 1 minute on PostgreSQL (`--duration` sets the SQLite run;
  * the PostgreSQL one takes half of it).
@@ -16,6 +16,7 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '32' },
     'fault-rate': { type: 'string', default: '0.3' },
     'abort-rate': { type: 'string', default: '0.06' },
+    rate: { type: 'string' },
   },
 });
 
@@ -37,6 +38,7 @@ for (const backend of backends) {
     concurrency: Number(values.concurrency),
     faultRate: Number(values['fault-rate']),
     abortRate: Number(values['abort-rate']),
+    ...(values.rate ? { rate: Number(values.rate) } : {}),
     log: (line) => process.stdout.write(`${line}\n`),
   });
   for (const line of formatReport(report)) process.stdout.write(`${line}\n`);

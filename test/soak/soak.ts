@@ -28,6 +28,8 @@ export interface SoakOptions {
   faultRate: number;
   /** Share of calls whose client leaves early. */
   abortRate: number;
+  /** At most this many calls a second in all (absent: as fast as the clients go). The suite's soak sets one, so as not to starve the test files beside it. */
+  rate?: number;
   /** Progress lines (none when absent). */
   log?: (line: string) => void;
 }
@@ -220,8 +222,19 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       return { kind, daemon: n % 2, key, model: modelFor(kind, family, fault !== undefined), ...(fault ? { fault } : {}), ...(abort ? { abort } : {}) };
     };
 
+    // The rate: each call takes the next slot of an even schedule, and waits for it.
+    let nextSlot = started;
+    const paced = async (): Promise<void> => {
+      if (!options.rate) return;
+      const slot = nextSlot;
+      nextSlot = Math.max(nextSlot, Date.now()) + 1000 / options.rate;
+      const wait = slot - Date.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    };
     const client = async (): Promise<void> => {
       while (Date.now() < deadline) {
+        await paced();
+        if (Date.now() >= deadline) break;
         const n = seq++;
         const plan = planFor(n);
         outcomes.push(await send((daemons[plan.daemon] as Daemon).url, dispatcher, plan, n));
