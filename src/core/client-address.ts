@@ -1,4 +1,4 @@
-import { inCidr, parseCidr, parseIp, type Cidr, type Ip } from './outbound/address-policy.js';
+import { formatIp, inCidr, parseCidr, parseIp, type Cidr, type Ip } from './outbound/address-policy.js';
 
 /**
  * The client's address: the socket's peer, or behind proxies the operator runs
@@ -96,22 +96,6 @@ function unmap(ip: Ip): Ip {
 
 function unmapCidr(cidr: Cidr): Cidr {
   return cidr.family === 6 && cidr.prefix >= 96 && isMapped(cidr.bytes) ? { family: 4, bytes: cidr.bytes.slice(12), prefix: cidr.prefix - 96 } : cidr;
-}
-
-/** Dotted IPv4, or IPv6 in RFC 5952 form (lowercase, the longest run of two or more zero groups as `::`). */
-export function formatIp(ip: Ip): string {
-  if (ip.family === 4) return Array.from(ip.bytes).join('.');
-  const groups: number[] = [];
-  for (let i = 0; i < 16; i += 2) groups.push(((ip.bytes[i] as number) << 8) | (ip.bytes[i + 1] as number));
-  let best = { at: -1, length: 1 };
-  for (let i = 0; i < 8; ) {
-    let end = i;
-    while (end < 8 && groups[end] === 0) end++;
-    if (end - i > best.length) best = { at: i, length: end - i };
-    i = end === i ? i + 1 : end;
-  }
-  const hex = (list: number[]): string => list.map((g) => g.toString(16)).join(':');
-  return best.at === -1 ? hex(groups) : `${hex(groups.slice(0, best.at))}::${hex(groups.slice(best.at + best.length))}`;
 }
 
 /**

@@ -2,22 +2,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { parse } from 'yaml';
-import { buildConfig, ConfigError, PACKAGE_ROOT } from '../../src/config/load.js';
+import { PACKAGE_ROOT } from '../../src/config/load.js';
+import { build, problemsOf } from '../support/config.js';
 import { Catalog } from '../../src/core/catalog.js';
 
 /** `aliases:` (issue 27): names clients may use for catalog models, validated at load with the path and the rule. */
-
-const build = (raw: unknown) => buildConfig(raw, { env: {}, baseDir: '/srv/gw', source: 'test.yaml' });
-
-function problemsOf(raw: unknown): string[] {
-  try {
-    build(raw);
-  } catch (error) {
-    if (error instanceof ConfigError) return [...error.problems];
-    throw error;
-  }
-  return [];
-}
 
 t.test('none by default; exact names and patterns kept in file order', async (t) => {
   t.same(build({}).aliases, []);

@@ -1,24 +1,9 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { buildConfig, ConfigError, loadConfig, PACKAGE_ROOT, resolveConfigFile } from '../../src/config/load.js';
+import { loadConfig, PACKAGE_ROOT, resolveConfigFile } from '../../src/config/load.js';
+import { build, problemsOf, problemsThrownBy } from '../support/config.js';
 import { tempDir } from '../support/gateway.js';
-
-const build = (raw: unknown, env: NodeJS.ProcessEnv = {}) => buildConfig(raw, { env, baseDir: '/srv/gw', source: 'test.yaml' });
-
-function problemsOf(raw: unknown, env: NodeJS.ProcessEnv = {}): string[] {
-  return problemsThrownBy(() => build(raw, env));
-}
-
-function problemsThrownBy(fn: () => unknown): string[] {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof ConfigError) return [...error.problems];
-    throw error;
-  }
-  return [];
-}
 
 t.test('built-in defaults', async (t) => {
   const config = build({});

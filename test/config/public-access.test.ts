@@ -1,20 +1,9 @@
 import { join } from 'node:path';
 import t from 'tap';
-import { buildConfig, ConfigError, loadConfig, PACKAGE_ROOT } from '../../src/config/load.js';
+import { loadConfig, PACKAGE_ROOT } from '../../src/config/load.js';
+import { build, problemsOf } from '../support/config.js';
 
 /** `server.trusted_proxies` and `auth.signup` (issue 28): defaults, forms, path-precise problems. */
-
-const build = (raw: unknown, env: NodeJS.ProcessEnv = {}) => buildConfig(raw, { env, baseDir: '/srv/gw', source: 'test.yaml' });
-
-function problemsOf(raw: unknown, env: NodeJS.ProcessEnv = {}): string[] {
-  try {
-    build(raw, env);
-  } catch (error) {
-    if (error instanceof ConfigError) return [...error.problems];
-    throw error;
-  }
-  return [];
-}
 
 t.test('defaults: 5 sign-ups an hour per address, 60 a minute, any domain; only the peer is a trusted proxy', async (t) => {
   const config = build({});

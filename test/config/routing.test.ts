@@ -1,19 +1,7 @@
 import t from 'tap';
-import { buildConfig, ConfigError } from '../../src/config/load.js';
+import { build, problemsOf } from '../support/config.js';
 
 /** `routing:`, a model's `deployments:` and a provider's `api_keys:` (issue 26). */
-
-const build = (raw: unknown, env: NodeJS.ProcessEnv = {}) => buildConfig(raw, { env, baseDir: '/srv/gw', source: 'test.yaml' });
-
-function problemsOf(raw: unknown, env: NodeJS.ProcessEnv = {}): string[] {
-  try {
-    build(raw, env);
-  } catch (error) {
-    if (error instanceof ConfigError) return [...error.problems];
-    throw error;
-  }
-  return [];
-}
 
 t.test('defaults: every model has its one deployment; two further attempts on transient failures', async (t) => {
   const config = build({});

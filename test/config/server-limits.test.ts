@@ -3,22 +3,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { parse } from 'yaml';
-import { buildConfig, ConfigError, PACKAGE_ROOT } from '../../src/config/load.js';
+import { PACKAGE_ROOT } from '../../src/config/load.js';
+import { build, problemsOf } from '../support/config.js';
 import { defaultMaxConnections, defaultMaxInFlight } from '../../src/config/server-limits.js';
 
 /** `server.max_in_flight`, `max_connections`, `headers_timeout`, `request_timeout`, `body_idle_timeout`. */
-
-const build = (raw: unknown, env: NodeJS.ProcessEnv = {}) => buildConfig(raw, { env, baseDir: '/srv/gw', source: 'test.yaml' });
-
-function problemsOf(raw: unknown, env: NodeJS.ProcessEnv = {}): string[] {
-  try {
-    build(raw, env);
-  } catch (error) {
-    if (error instanceof ConfigError) return [...error.problems];
-    throw error;
-  }
-  return [];
-}
 
 t.test('defaults: sized for the machine, timeouts for slow clients', async (t) => {
   const { limits } = build({}).server;

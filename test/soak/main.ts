@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { parseDuration } from '../../src/config/fields.js';
 import { formatReport } from './report.js';
 import { runSoak, type SoakOptions } from './soak.js';
 
@@ -20,11 +21,11 @@ const { values } = parseArgs({
   },
 });
 
+/** `--duration`, as the config writes durations (30s, 10m, 1h). */
 function duration(text: string): number {
-  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text);
-  if (!match) throw new Error(`--duration: a number with ms, s, m or h (got ${text})`);
-  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[match[2] ?? 's'] ?? 1000;
-  return Number(match[1]) * unit;
+  const ms = parseDuration(text);
+  if (ms === undefined || ms === 0) throw new Error(`--duration: a duration such as 90s, 10m or 1h (got ${text})`);
+  return ms;
 }
 
 const backends: SoakOptions['backend'][] = values.backend === 'both' ? ['sqlite', 'postgres'] : [values.backend as SoakOptions['backend']];

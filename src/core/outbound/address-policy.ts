@@ -92,10 +92,14 @@ export function parseCidr(text: string): Cidr | string {
 function networkText(cidr: Cidr): string {
   const bytes = Uint8Array.from(cidr.bytes);
   for (let bit = cidr.prefix; bit < bytes.length * 8; bit++) bytes[bit >> 3] = (bytes[bit >> 3] as number) & ~(0x80 >> (bit & 7));
-  if (cidr.family === 4) return `${bytes.join('.')}/${cidr.prefix}`;
+  return `${formatIp({ family: cidr.family, bytes })}/${cidr.prefix}`;
+}
+
+/** Dotted IPv4, or IPv6 in RFC 5952 form (lowercase, the longest run of two or more zero groups as `::`). */
+export function formatIp(ip: Ip): string {
+  if (ip.family === 4) return Array.from(ip.bytes).join('.');
   const groups: number[] = [];
-  for (let i = 0; i < 16; i += 2) groups.push(((bytes[i] as number) << 8) | (bytes[i + 1] as number));
-  // The longest run of two or more zero groups becomes `::` (RFC 5952).
+  for (let i = 0; i < 16; i += 2) groups.push(((ip.bytes[i] as number) << 8) | (ip.bytes[i + 1] as number));
   let best = { at: -1, length: 1 };
   for (let i = 0; i < 8; ) {
     let end = i;
@@ -104,8 +108,7 @@ function networkText(cidr: Cidr): string {
     i = end === i ? i + 1 : end;
   }
   const hex = (list: number[]): string => list.map((g) => g.toString(16)).join(':');
-  const text = best.at === -1 ? hex(groups) : `${hex(groups.slice(0, best.at))}::${hex(groups.slice(best.at + best.length))}`;
-  return `${text}/${cidr.prefix}`;
+  return best.at === -1 ? hex(groups) : `${hex(groups.slice(0, best.at))}::${hex(groups.slice(best.at + best.length))}`;
 }
 
 export function inCidr(ip: Ip, cidr: Cidr): boolean {
