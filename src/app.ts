@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { providerRank } from './config/clouds.js';
 import type { GatewayConfig, ModelConfig } from './config/types.js';
 import { KeyAuthenticator } from './core/auth/key-auth.js';
 import { KeyInvalidations } from './core/auth/key-invalidation.js';
@@ -22,12 +23,18 @@ import { CallPipeline } from './core/gateway/pipeline.js';
 import { RouteHealth } from './core/routing/health.js';
 import { RedisRoutes } from './core/routing/redis-routes.js';
 import { Settlement } from './core/gateway/settlement.js';
+import { AlertMonitor } from './core/alerts/monitor.js';
 import { MemoryHoldStore, RedisHoldStore, type HoldStore } from './core/limits/holds.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './core/limits/rate-limit.js';
+import { MemoryParallelLimiter, RedisParallelLimiter, type ParallelLimiter } from './core/limits/parallel.js';
+import { MemoryTokenLimiter, RedisTokenLimiter, type TokenLimiter } from './core/limits/tokens.js';
 import { UpstreamClient } from './providers/shared/upstream.js';
 import { ResponseCache, type PromptEmbedder } from './core/cache/response-cache.js';
 import { ConfigError } from './config/load.js';
 import type { Store } from './store/types.js';
+import { GatewayMetrics } from './core/telemetry/metrics.js';
+import { Telemetry } from './core/telemetry/telemetry.js';
+import type { GatewayTracer } from './core/telemetry/tracing.js';
 
 /** Everything a request handler may use, built once at start. */
 export interface App {
@@ -46,9 +53,13 @@ export interface App {
   readonly catalog: Catalog;
   readonly lifecycle: Lifecycle;
   readonly limiter: RateLimiter;
+  /** Keys' calls in flight (max_parallel). */
+  readonly parallel: ParallelLimiter;
   readonly holds: HoldStore;
   readonly upstream: UpstreamClient;
   readonly settlement: Settlement;
+  /** Alerts on spend and resting deployments (alerts: in the config). */
+  readonly alerts: AlertMonitor;
   readonly chat: ChatService;
   readonly media: MediaService;
   /** The one call path (routing, admission, attempts, settlement) every kind of call goes through. */
@@ -64,6 +75,8 @@ export interface App {
   readonly keyInvalidations: KeyInvalidations | undefined;
   /** The live usage feed across daemons, with Redis (started by main.ts). */
   readonly usageRelay: UsageRelay | undefined;
+  /** Prometheus metrics (`metrics:`) and OpenTelemetry traces (`telemetry:`). */
+  readonly telemetry: Telemetry;
 }
 
 /** Shutdown state, and hooks that end long-lived responses (SSE streams) when it begins. */
@@ -96,21 +109,46 @@ export function instanceId(config: GatewayConfig): string {
   return config.server.port === 0 ? `${hostname()}:${randomUUID()}` : `${hostname()}:${config.server.port}`;
 }
 
-export function createApp(config: GatewayConfig, store: Store, redis: Redis | undefined, logger: Logger): App {
+export function createApp(config: GatewayConfig, store: Store, redis: Redis | undefined, logger: Logger, tracer?: GatewayTracer): App {
   const keyAuth = { api: new KeyAuthenticator(store.apiKeys), management: new KeyAuthenticator(store.managementKeys) };
   const prefix = config.redis?.keyPrefix ?? 'gateway:';
   const limiter: RateLimiter = redis ? new RedisRateLimiter(redis, prefix) : new MemoryRateLimiter();
   const redisHolds = redis ? new RedisHoldStore(redis, prefix, instanceId(config), config.redis?.holdLeaseMs) : undefined;
   const holds: HoldStore = redisHolds ?? new MemoryHoldStore();
   const usage = new UsageService(store);
-  const catalog = new Catalog(config.models, config.aliases);
+  const catalog = new Catalog(config.models, config.aliases, (name) => providerRank(config.providers[name]));
   const upstream = new UpstreamClient();
-  const settlement = new Settlement(store, holds, usage, logger, { applyDelayMs: config.database.billingBatchMs });
-  const admitter = new Admitter(store, limiter, holds, redisHolds && ((keyId, limit, requestId, hold) => redisHolds.acquireIfAdmitted(keyId, limit, requestId, hold)));
-  const hostedImages = new HostedImages(config.database.path, logger, undefined, store.images);
+  const tokens: TokenLimiter = redis ? new RedisTokenLimiter(redis, prefix) : new MemoryTokenLimiter();
+  const alerts = new AlertMonitor(config.alerts, store, config.governance.timeZone, logger);
   const routes = new RouteHealth(config.routing);
-  routes.onRest = (id, rest) => logger.warn({ rest: id, reason: rest.reason, until: new Date(rest.until).toISOString() }, id.startsWith('k:') ? 'provider key resting' : 'deployment resting');
-  const pipeline = new CallPipeline(config, catalog, routes, holds, settlement, logger);
+  // The gauges read the holds, settlement's backlog and the router's rests when scraped.
+  let settlementRef: Settlement | undefined;
+  const metrics = config.metrics.enabled
+    ? new GatewayMetrics(config.metrics, {
+        heldMicros: () => holds.heldHere(),
+        settlementPending: () => settlementRef?.backlog ?? 0,
+        restingDeployments: () => restingDeployments(routes),
+        models: config.models,
+        backend: config.database.url ? 'postgres' : 'sqlite',
+      })
+    : undefined;
+  if (metrics) redis?.on('error', () => metrics.redisError());
+  const telemetry = new Telemetry(metrics, tracer);
+  const settlement = new Settlement(store, holds, usage, logger, { applyDelayMs: config.database.billingBatchMs, tokens, telemetry, ...(metrics ? { settleTimer: metrics.store('settle') } : {}), onCharged: (accountId, keyId, watched) => alerts.observe(accountId, keyId, watched) });
+  settlementRef = settlement;
+  const admitter = new Admitter(
+    store,
+    limiter,
+    holds,
+    redisHolds && ((keyId, limit, requestId, hold) => redisHolds.acquireIfAdmitted(keyId, limit, requestId, hold)),
+    { timeZone: config.governance.timeZone, tokens, onRefused: (reason, accountId, keyId) => alerts.refused(reason, accountId, keyId), ...(metrics ? { fundsTimer: metrics.store('funds') } : {}) },
+  );
+  const hostedImages = new HostedImages(config.database.path, logger, undefined, store.images);
+  routes.onRest = (id, rest) => {
+    logger.warn({ rest: id, reason: rest.reason, until: new Date(rest.until).toISOString() }, id.startsWith('k:') ? 'provider key resting' : 'deployment resting');
+    alerts.resting(id, rest.until, rest.reason);
+  };
+  const pipeline = new CallPipeline(config, catalog, routes, holds, settlement, logger, telemetry);
   const media = new MediaService(config, catalog, admitter, pipeline, upstream, hostedImages, logger);
   const cache = config.cache.enabled
     ? new ResponseCache(config.cache, { openEntries: (limits) => store.openCache(limits, logger), redis, redisPrefix: prefix, embed: promptEmbedder(config, catalog, media), logger })
@@ -132,9 +170,11 @@ export function createApp(config: GatewayConfig, store: Store, redis: Redis | un
     catalog,
     lifecycle: new Lifecycle(),
     limiter,
+    parallel: redis ? new RedisParallelLimiter(redis, prefix, instanceId(config)) : new MemoryParallelLimiter(),
     holds,
     upstream,
     settlement,
+    alerts,
     chat,
     media,
     pipeline,
@@ -144,7 +184,15 @@ export function createApp(config: GatewayConfig, store: Store, redis: Redis | un
     cache,
     keyInvalidations: redis ? new KeyInvalidations(redis, prefix, keyAuth, logger) : undefined,
     usageRelay: redis ? new UsageRelay(redis, prefix, usage, logger) : undefined,
+    telemetry,
   };
+}
+
+/** The deployment ids resting now (the metrics' gauge). */
+function restingDeployments(routes: RouteHealth): Set<string> {
+  const resting = new Set<string>();
+  for (const id of routes.activeRests(Date.now()).keys()) if (id.startsWith('d:')) resting.add(id.slice(2));
+  return resting;
 }
 
 /**
@@ -165,8 +213,9 @@ function promptEmbedder(config: GatewayConfig, catalog: Catalog, media: MediaSer
   const dimensions = spec?.minDimensions !== undefined && setting.dimensions !== undefined && setting.dimensions >= spec.minDimensions && setting.dimensions < spec.dimensions ? setting.dimensions : undefined;
   return async (text, ctx) => {
     if (!model) return undefined;
-    // Its own call: not the chat call's alias (its usage row names the embedding model only) nor its fallbacks.
-    const { requestedModel: _alias, fallbacks: _fallbacks, ...caller } = ctx;
+    // Its own call: not the chat call's alias (its usage row names the embedding model only),
+    // nor its fallbacks, nor the key's models list (the gateway's lookup, not the key's choice).
+    const { requestedModel: _alias, fallbacks: _fallbacks, policy: _policy, ...caller } = ctx;
     const outcome = await media.embed(
       { model: model.id, input: { kind: 'text', texts: [text] }, encodingFormat: 'float', ...(dimensions !== undefined ? { dimensions } : {}) },
       { ...caller, requestId: `${ctx.requestId}-cache`, endpoint: 'cache.embeddings', startedAt: Date.now(), unmetered: true },

@@ -7,6 +7,7 @@ import { LogDestination } from './core/log-destination.js';
 import { buildRouter } from './api/routes.js';
 import type { GatewayConfig } from './config/types.js';
 import { createHttpServer } from './http/server.js';
+import { GatewayTracer } from './core/telemetry/tracing.js';
 import { connectRedis, createRedis } from './store/redis.js';
 import { openStore } from './store/open.js';
 import type { Store } from './store/types.js';
@@ -70,13 +71,17 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     if (!(await connectRedis(redis, 3000))) logger.warn('redis is not reachable yet; /health/ready reports not_ready until it is');
   }
 
-  const app = createApp(config, store, redis, logger);
+  // Traces only when asked for (telemetry.enabled or an OTLP endpoint in the environment): the exporter loads then.
+  const tracer = config.telemetry.enabled ? await GatewayTracer.create(config.telemetry, logger) : undefined;
+  const app = createApp(config, store, redis, logger, tracer);
   await Promise.all([app.keyInvalidations?.start(), app.usageRelay?.start(), app.routeSync?.start()]);
   // Calls a stopped run settled but did not get into the ledger, before any new call (and
   // before the previous run's Redis holds, which still cover them, are dropped).
   if (!app.settlement.recoverOrphans().complete) {
     await app.settlement.close();
     app.holds.close();
+    app.parallel.close();
+    app.alerts.close();
     app.keyInvalidations?.close();
     app.usageRelay?.close();
     app.routeSync?.close();
@@ -99,6 +104,8 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     trustedProxies: config.server.trustedProxies,
     isShuttingDown: () => app.lifecycle.shuttingDown,
     limits: config.server.limits,
+    telemetry: app.telemetry,
+    neverShed: config.metrics.enabled ? [config.metrics.path] : [],
   });
   const flushTimer = setInterval(() => void flushLastUsed(app), LAST_USED_FLUSH_MS);
   flushTimer.unref();
@@ -150,7 +157,13 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       app.hostedImages.close();
       await app.cache?.close();
       await app.settlement.close();
+      // The last spans go to the collector if it answers within two seconds.
+      await app.telemetry.shutdown(2000).catch(() => undefined);
+      // The last calls' alerts are raised, and sent if the webhook answers within a second.
+      await app.alerts.flush(1000).catch(() => undefined);
       app.holds.close();
+      app.parallel.close();
+      app.alerts.close();
       await app.upstream.close();
       app.keyInvalidations?.close();
       app.usageRelay?.close();

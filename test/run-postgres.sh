@@ -3,7 +3,17 @@
 # (test/support/gateway.ts gives each daemon a scratch database of its own). The other files
 # (parsers, pricing, the simulator, the store's own parity tests) do not touch the store
 # backend and run once, in `npm test`. Extra arguments go to tap (e.g. --reporter=tap).
+#
+# Also run once (in `npm test`), where the backend does not matter or is fixed:
+# - test/e2e/postgres-daemons.test.ts: PostgreSQL daemons already, in either pass;
+# - test/e2e/overload.test.ts: shedding and slow clients, decided before any store is read;
+# - test/cli/cli.test.ts: the CLI's commands and output over the management API;
+# - test/e2e/metrics.test.ts, test/e2e/traces.test.ts, test/cli/status.test.ts: metrics and
+#   traces are recorded above the store (settlement's one hook);
+# - test/e2e/auth-flood.test.ts: bcrypt off the event loop; its PostgreSQL pass measured the
+#   database server's share of two cores, not the gateway.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mapfile -t files < <(grep -rlE "support/gateway\.js'" test --include='*.test.ts' --include='*.test.tsx' | sort)
+ONCE='^test/(e2e/postgres-daemons|e2e/overload|e2e/auth-flood|e2e/metrics|e2e/traces|cli/cli|cli/status)\.test\.ts$'
+mapfile -t files < <(grep -rlE "support/gateway\.js'" test --include='*.test.ts' --include='*.test.tsx' | grep -vE "$ONCE" | sort)
 GATEWAY_TEST_BACKEND=postgres exec npx tap "$@" "${files[@]}"

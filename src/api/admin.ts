@@ -7,10 +7,11 @@ import type { RequestContext, Route } from '../http/server.js';
 import type { Router } from '../http/router.js';
 import type { Account } from '../store/accounts.js';
 import { requiredPassword } from './auth.js';
+import { parseAccountUpdate } from './account-bodies.js';
 import { usageFilter, usagePage } from './dashboard.js';
 import { requireSession } from './guards.js';
 import { positiveAmount, topupReference } from './management/accounts.js';
-import { presentAccount, presentKey, presentLedgerEntry } from './presenters.js';
+import { presentAccount, presentAlert, presentKey, presentLedgerEntry } from './presenters.js';
 import { queryInt, queryString } from './query.js';
 
 /**
@@ -36,7 +37,7 @@ export function registerAdminRoutes(router: Router<Route>, app: App): void {
       app.store.barrier.pass();
       const limit = queryInt(ctx.query, 'limit', 1, 1000, 200);
       const offset = queryInt(ctx.query, 'offset', 0, Number.MAX_SAFE_INTEGER, 0);
-      ctx.send(200, { object: 'list', data: (await app.accounts.list(limit, offset)).map(presentAccount) });
+      ctx.send(200, { object: 'list', data: (await app.accounts.list(limit, offset)).map((account) => presentAccount(account, { timeZone: app.config.governance.timeZone })) });
     },
   });
   router.add('POST', '/api/admin/accounts', {
@@ -49,7 +50,22 @@ export function registerAdminRoutes(router: Router<Route>, app: App): void {
       const password = body.password === undefined ? undefined : requiredPassword(body);
       const role = optionalEnum(body, 'role', ['user', 'admin'] as const) ?? 'user';
       const account = await app.accounts.create({ email, name, role, ...(password === undefined ? {} : { password }) });
-      ctx.send(201, presentAccount(account));
+      ctx.send(201, presentAccount(account, { timeZone: app.config.governance.timeZone }));
+    },
+  });
+  router.add('PATCH', '/api/admin/accounts/:id', {
+    handle: async (ctx) => {
+      await requireAdminSession(app, ctx);
+      const account = await accountParam(app, ctx);
+      const updated = await app.accounts.setSpendLimit(account, parseAccountUpdate(await ctx.json()));
+      ctx.send(200, presentAccount(updated, { timeZone: app.config.governance.timeZone }));
+    },
+  });
+  router.add('GET', '/api/admin/alerts', {
+    handle: async (ctx) => {
+      await requireAdminSession(app, ctx);
+      const limit = queryInt(ctx.query, 'limit', 1, 500, 50);
+      ctx.send(200, { object: 'list', data: (await app.store.alerts.recent(limit)).map(presentAlert) });
     },
   });
   router.add('POST', '/api/admin/accounts/:id/topups', {
@@ -71,7 +87,7 @@ export function registerAdminRoutes(router: Router<Route>, app: App): void {
       await requireAdminSession(app, ctx);
       const account = await accountParam(app, ctx);
       const now = Date.now();
-      ctx.send(200, { object: 'list', data: (await app.keys.list('api', account.id)).map((key) => presentKey(key, now)) });
+      ctx.send(200, { object: 'list', data: (await app.keys.list('api', account.id)).map((key) => presentKey(key, now, app.config.governance.timeZone)) });
     },
   });
   router.add('GET', '/api/admin/usage', {

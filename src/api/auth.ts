@@ -38,7 +38,7 @@ export function registerAuthRoutes(router: Router<Route>, app: App): void {
       await signupLimits.admit(ctx.clientIp, ctx.requestId);
       const account = await app.accounts.create({ email, name, password, role: 'user' });
       const { token, session } = await app.sessions.issue(account.id);
-      ctx.send(200, { user: presentAccount(account), token, csrf_token: app.sessions.csrfToken(session), expires_at: new Date(session.expiresAt).toISOString() }, { 'set-cookie': cookie(token) });
+      ctx.send(200, { user: presentAccount(account, { timeZone: app.config.governance.timeZone }), token, csrf_token: app.sessions.csrfToken(session), expires_at: new Date(session.expiresAt).toISOString() }, { 'set-cookie': cookie(token) });
     },
   });
 
@@ -79,7 +79,7 @@ export function registerAuthRoutes(router: Router<Route>, app: App): void {
   router.add('GET', '/api/auth/me', {
     handle: async (ctx) => {
       const { account, session } = await requireSessionPrincipal(app, ctx);
-      ctx.send(200, { user: presentAccount(account), csrf_token: app.sessions.csrfToken(session), expires_at: new Date(session.expiresAt).toISOString() });
+      ctx.send(200, { user: presentAccount(account, { timeZone: app.config.governance.timeZone }), csrf_token: app.sessions.csrfToken(session), expires_at: new Date(session.expiresAt).toISOString() });
     },
   });
 }

@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { App } from '../app.js';
 import { forwardedValue } from '../core/client-address.js';
 import { errors } from '../core/errors.js';
+import { KeyPolicy } from '../core/key-policy.js';
 import { keyKindOf } from '../core/keys.js';
 import { readCookie } from '../http/cookies.js';
 import type { RequestContext } from '../http/server.js';
@@ -51,6 +52,30 @@ export async function requireApiKey(app: App, ctx: RequestContext): Promise<KeyR
   const key = await app.keyAuth.api.authenticate(credential);
   ctx.logFields.key_id = key.id;
   ctx.logFields.account_id = key.accountId;
+  // A key pinned to networks is refused from elsewhere before any other work.
+  if (key.allowedIps.length > 0) KeyPolicy.of(key, app.catalog)?.checkAddress(ctx.clientIp);
+  return key;
+}
+
+/**
+ * For the endpoints that call a model: requireApiKey, then a slot of the key's max_parallel
+ * (429 with retry-after past it), given back when the response ends however it ends.
+ */
+export async function requireCallingKey(app: App, ctx: RequestContext): Promise<KeyRecord> {
+  const key = await requireApiKey(app, ctx);
+  if (key.maxParallel === null) return key;
+  let decision;
+  try {
+    decision = await app.parallel.acquire(key.id, key.maxParallel, ctx.requestId);
+  } catch (error) {
+    throw errors.limitsUnavailable(error);
+  }
+  const slot = decision.slot;
+  if (!slot) throw errors.tooManyInFlight(key.maxParallel);
+  // 'close' follows the last byte written (and a client that left): the slot is free before the
+  // client can send its next call.
+  if (ctx.res.destroyed) slot.release();
+  else ctx.res.once('close', () => slot.release());
   return key;
 }
 

@@ -5,6 +5,8 @@ import type { GatewayStreamEvent } from '../core/canonical.js';
 import type { CallContext, ChatDraft, ChatOutcome, ChatStreamOutcome } from '../core/gateway/chat.js';
 import { SseWriter, type SseEvent } from '../http/sse.js';
 import { toGatewayError, type RequestContext } from '../http/server.js';
+import type { Catalog } from '../core/catalog.js';
+import { KeyPolicy } from '../core/key-policy.js';
 import type { KeyRecord } from '../store/keys.js';
 
 /** One SSE event; `event` is the `event:` line (absent in the chat-completions format). */
@@ -29,7 +31,7 @@ export interface ChatRendering {
  * slows the upstream read instead of growing memory).
  */
 export async function serveChatCall(app: App, ctx: RequestContext, key: KeyRecord, draft: ChatDraft, endpoint: string, rendering: ChatRendering): Promise<void> {
-  const call = callContext(ctx, key, endpoint);
+  const call = callContext(ctx, key, endpoint, app.catalog);
   resolveAliases(app.catalog, 'chat', draft, call);
   if (optsOutOfCache(ctx.req.headers['x-gateway-cache'])) draft.noCache = true;
   if (!draft.stream) {
@@ -64,7 +66,7 @@ export async function serveChatCall(app: App, ctx: RequestContext, key: KeyRecor
  * The gateway's view of an inference request: who calls, and a signal that aborts the
  * upstream call when the client disconnects before the response is complete.
  */
-export function callContext(ctx: RequestContext, key: KeyRecord, endpoint: string): CallContext {
+export function callContext(ctx: RequestContext, key: KeyRecord, endpoint: string, catalog: Catalog): CallContext {
   const fallbacks = fallbackHeader(ctx.req.headers['x-gateway-fallbacks']);
   const call: CallContext = {
     requestId: ctx.requestId,
@@ -77,6 +79,15 @@ export function callContext(ctx: RequestContext, key: KeyRecord, endpoint: strin
     cache: key.cache,
   };
   if (fallbacks) call.fallbacks = fallbacks;
+  const observation = ctx.observation;
+  if (observation) {
+    // A model call: "unknown" until the catalog resolves the model it names.
+    observation.model = 'unknown';
+    call.observation = observation;
+  }
+  if (key.tpmLimit !== null) call.tpmLimit = key.tpmLimit;
+  const policy = KeyPolicy.of(key, catalog);
+  if (policy) call.policy = policy;
   return call;
 }
 

@@ -12,8 +12,8 @@ import { presentKey } from './presenters.js';
 export const SECRET_FIELD: Record<KeyKind, string> = { api: 'api_key', management: 'management_key' };
 
 /** A creation response: the one and only time the secret is shown. */
-export function presentCreatedKey(kind: KeyKind, record: KeyRecord, secret: string, now: number) {
-  return { [SECRET_FIELD[kind]]: secret, ...presentKey(record, now) };
+export function presentCreatedKey(kind: KeyKind, record: KeyRecord, secret: string, now: number, timeZone?: string) {
+  return { [SECRET_FIELD[kind]]: secret, ...presentKey(record, now, timeZone) };
 }
 
 /**
@@ -32,22 +32,22 @@ export function registerSessionKeyRoutes(router: Router<Route>, app: App): void 
       handle: async (ctx) => {
         const account = await requireSession(app, ctx);
         const now = Date.now();
-        const input = parseKeyCreate(kind, await ctx.json(), now);
+        const input = parseKeyCreate(kind, await ctx.json(), now, app.catalog);
         const { record, secret } = await app.keys.create(kind, account.id, input);
-        ctx.send(200, presentCreatedKey(kind, record, secret, now));
+        ctx.send(200, presentCreatedKey(kind, record, secret, now, app.config.governance.timeZone));
       },
     });
     router.add('GET', base, {
       handle: async (ctx) => {
         const account = await requireSession(app, ctx);
         const now = Date.now();
-        ctx.send(200, { object: 'list', data: (await app.keys.list(kind, account.id)).map((key) => presentKey(key, now)) });
+        ctx.send(200, { object: 'list', data: (await app.keys.list(kind, account.id)).map((key) => presentKey(key, now, app.config.governance.timeZone)) });
       },
     });
     router.add('GET', `${base}/:id`, {
       handle: async (ctx) => {
         const account = await requireSession(app, ctx);
-        ctx.send(200, presentKey(await own(account, ctx.params.id as string), Date.now()));
+        ctx.send(200, presentKey(await own(account, ctx.params.id as string), Date.now(), app.config.governance.timeZone));
       },
     });
     if (kind === 'api') {
@@ -56,8 +56,8 @@ export function registerSessionKeyRoutes(router: Router<Route>, app: App): void 
           const account = await requireSession(app, ctx);
           const record = await own(account, ctx.params.id as string);
           const now = Date.now();
-          const changes = parseKeyUpdate(kind, await ctx.json(), now);
-          ctx.send(200, presentKey(await app.keys.update(record, changes), now));
+          const changes = parseKeyUpdate(kind, await ctx.json(), now, app.catalog);
+          ctx.send(200, presentKey(await app.keys.update(record, changes), now, app.config.governance.timeZone));
         },
       });
     }
@@ -65,7 +65,7 @@ export function registerSessionKeyRoutes(router: Router<Route>, app: App): void 
       handle: async (ctx) => {
         const account = await requireSession(app, ctx);
         const record = await own(account, ctx.params.id as string);
-        ctx.send(200, presentKey(await app.keys.revoke(record), Date.now()));
+        ctx.send(200, presentKey(await app.keys.revoke(record), Date.now(), app.config.governance.timeZone));
       },
     });
   }

@@ -2,25 +2,37 @@ import type { ModelConfig } from '../config/types.js';
 import type { Catalog } from '../core/catalog.js';
 import { microsToInr } from '../core/money.js';
 import { toIso } from '../core/time.js';
+import { DEFAULT_PERIOD_TIME_ZONE } from '../core/periods.js';
+import { periodSpend } from '../core/spend.js';
 import type { Account } from '../store/accounts.js';
 import { keyStatus, type KeyRecord } from '../store/keys.js';
 import type { LedgerEntry } from '../store/ledger.js';
+import type { AlertRecord } from '../store/alerts.js';
 import type { UsageRecord } from '../store/usage.js';
 
 /** JSON views of stored rows: INR numbers, ISO times, never a secret or a hash. */
 
-export function presentAccount(account: Account) {
+/** `periods.timeZone`: governance.timezone, for the spend limit's calendar periods. */
+export function presentAccount(account: Account, periods: { now?: number; timeZone?: string } = {}) {
+  const limit = account.spendLimitMicros;
+  const spend = limit === null ? undefined : periodSpend(account, account.spendPeriod, periods.now ?? Date.now(), periods.timeZone ?? DEFAULT_PERIOD_TIME_ZONE);
   return {
     id: account.id,
     email: account.email,
     name: account.name,
     role: account.role,
     balance: microsToInr(account.balanceMicros),
+    // What all of the account's keys together may spend per period (null: no limit).
+    spend_limit: limit === null ? null : microsToInr(limit),
+    spend_period: account.spendPeriod,
+    spent_this_period: spend === undefined ? null : microsToInr(spend.spentMicros),
+    period_resets_at: toIso(spend?.window?.resetsAt),
     created_at: toIso(account.createdAt),
   };
 }
 
-export function presentKey(key: KeyRecord, now: number) {
+export function presentKey(key: KeyRecord, now: number, timeZone = DEFAULT_PERIOD_TIME_ZONE) {
+  const spend = key.kind === 'api' ? periodSpend(key, key.budgetPeriod, now, timeZone) : undefined;
   const common = {
     id: key.id,
     object: key.kind === 'api' ? 'api_key' : 'management_key',
@@ -36,16 +48,47 @@ export function presentKey(key: KeyRecord, now: number) {
           // The spec: 0 means unlimited (stored as null).
           budget: key.budgetMicros === null ? 0 : microsToInr(key.budgetMicros),
           spent: microsToInr(key.spentMicros),
+          // Empty: every model, from anywhere.
+          models: key.models,
+          allowed_ips: key.allowedIps,
+          max_parallel: key.maxParallel,
+          tpm_limit: key.tpmLimit,
+          // null: the budget is for the key's life (spent_this_period is then its whole spend).
+          budget_period: key.budgetPeriod,
+          spent_this_period: microsToInr(spend?.spentMicros ?? key.spentMicros),
+          period_resets_at: toIso(spend?.window?.resetsAt),
         }
       : {};
   return {
     ...common,
     ...limits,
-    status: keyStatus(key, now),
+    status: keyStatus(key, now, spend?.spentMicros),
     expires_at: toIso(key.expiresAt),
     created_at: toIso(key.createdAt),
     last_used_at: toIso(key.lastUsedAt),
     revoked_at: toIso(key.revokedAt),
+  };
+}
+
+/** An alert as recorded: what was sent (its JSON body) and how the delivery went. */
+export function presentAlert(alert: AlertRecord) {
+  let payload: Record<string, unknown> = {};
+  try {
+    payload = JSON.parse(alert.payload) as Record<string, unknown>;
+  } catch {
+    // A row written by hand: shown without its body.
+  }
+  return {
+    id: alert.id,
+    event: alert.event,
+    subject: alert.subject,
+    account_id: alert.accountId,
+    text: typeof payload.text === 'string' ? payload.text : '',
+    payload,
+    delivery: alert.delivery,
+    attempts: alert.attempts,
+    last_error: alert.lastError,
+    created_at: toIso(alert.createdAt),
   };
 }
 
@@ -124,10 +167,13 @@ function aliasEntries(catalog: Catalog): Array<{ name: string; pattern: boolean;
   });
 }
 
-/** GET /v1/models: every model, then the exact aliases (a glob is not a model id a client of this list would pick). */
-export function presentOpenAiList(catalog: Catalog) {
-  const aliases = aliasEntries(catalog).filter((alias) => !alias.pattern);
-  return { object: 'list' as const, data: [...catalog.models.map(presentOpenAiModel), ...aliases.map((alias) => presentOpenAiAlias(alias.name, alias.model))] };
+/**
+ * GET /v1/models: every model, then the exact aliases (a glob is not a model id a client of
+ * this list would pick); with `allows`, only the models (and aliases of models) it allows.
+ */
+export function presentOpenAiList(catalog: Catalog, allows: (model: ModelConfig) => boolean = () => true) {
+  const aliases = aliasEntries(catalog).filter((alias) => !alias.pattern && allows(alias.model));
+  return { object: 'list' as const, data: [...catalog.models.filter(allows).map(presentOpenAiModel), ...aliases.map((alias) => presentOpenAiAlias(alias.name, alias.model))] };
 }
 
 /** GET /api/models (and the MCP catalog resource): every model, then every alias, patterns included. */

@@ -2,9 +2,11 @@ import type { App } from '../app.js';
 import { errors, GatewayError } from '../core/errors.js';
 import { checkReadiness } from '../core/health.js';
 import { microsToInr } from '../core/money.js';
-import type { Route } from '../http/server.js';
+import { KeyPolicy } from '../core/key-policy.js';
+import { keyKindOf } from '../core/keys.js';
+import type { RequestContext, Route } from '../http/server.js';
 import type { Router } from '../http/router.js';
-import { requireApiKey } from './guards.js';
+import { presentedCredential, requireApiKey } from './guards.js';
 import { presentCatalogList, presentOpenAiAlias, presentOpenAiList, presentOpenAiModel } from './presenters.js';
 
 /** Health, the model catalog (no auth) and the credits of an `sk-` key. */
@@ -22,7 +24,13 @@ export function registerPublicRoutes(router: Router<Route>, app: App): void {
   const openAiList = presentOpenAiList(app.catalog);
   const catalogList = presentCatalogList(app.catalog);
 
-  router.add('GET', '/v1/models', { handle: (ctx) => ctx.send(200, openAiList) });
+  router.add('GET', '/v1/models', {
+    handle: async (ctx) => {
+      // A key with a models list sees what it may call; without a key (or with any other), the catalog.
+      const policy = await presentedKeyPolicy(app, ctx);
+      ctx.send(200, policy ? presentOpenAiList(app.catalog, (model) => policy.allowsModel(model)) : openAiList);
+    },
+  });
   router.add('GET', '/v1/models/*id', {
     handle: async (ctx) => {
       const id = ctx.params.id as string;
@@ -57,4 +65,16 @@ export function registerPublicRoutes(router: Router<Route>, app: App): void {
       ctx.send(200, { balance: microsToInr(account.balanceMicros), currency: 'INR' });
     },
   });
+}
+
+/** The policy of the sk- key the request presents, if it is valid and restricts models (the list endpoint needs no key). */
+async function presentedKeyPolicy(app: App, ctx: RequestContext): Promise<KeyPolicy | undefined> {
+  const credential = presentedCredential(ctx.req);
+  if (!credential || keyKindOf(credential) !== 'api') return undefined;
+  try {
+    const key = await app.keyAuth.api.authenticate(credential, false);
+    return key.models.length > 0 ? KeyPolicy.of(key, app.catalog) : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -20,12 +20,14 @@ import { registerManagementUsageRoutes } from './management/usage.js';
 import { registerManagementCacheRoutes } from './management/cache.js';
 import { registerManagementRouteRoutes } from './management/routes.js';
 import { registerPublicRoutes } from './public.js';
+import { registerMetricsRoute } from './metrics.js';
 
 /** Every public surface of the daemon, and the dashboard's page for its client-side routes. */
 export function buildRouter(app: App): { router: Router<Route>; fallback: (path: string, accept: string | undefined) => Route | undefined } {
   const router = new Router<Route>();
   const page = registerDashboardStatic(router, app);
   registerPublicRoutes(router, app);
+  registerMetricsRoute(router, app);
   registerAuthRoutes(router, app);
   registerChatRoutes(router, app);
   registerMessagesRoutes(router, app);

@@ -22,7 +22,7 @@ export async function createProgram(io: Io, argv: readonly string[] = []): Promi
     .configureOutput({ writeOut: (text) => io.out(text), writeErr: (text) => io.err(text) });
   registerServeCommand(program, io);
   if (argv[0] !== 'serve') {
-    const [init, accounts, wallet, keys, models, usage, mcp, cache, routes, db] = await Promise.all([
+    const [init, accounts, wallet, keys, models, usage, mcp, cache, routes, db, status] = await Promise.all([
       import('./commands/init.js'),
       import('./commands/accounts.js'),
       import('./commands/wallet.js'),
@@ -33,6 +33,7 @@ export async function createProgram(io: Io, argv: readonly string[] = []): Promi
       import('./commands/cache.js'),
       import('./commands/routes.js'),
       import('./commands/db.js'),
+      import('./commands/status.js'),
     ]);
     init.registerInitCommand(program, io);
     accounts.registerAccountCommands(program, io);
@@ -45,6 +46,7 @@ export async function createProgram(io: Io, argv: readonly string[] = []): Promi
     cache.registerCacheCommands(program, io);
     routes.registerRoutesCommand(program, io);
     db.registerDbCommands(program, io);
+    status.registerStatusCommand(program, io);
   }
   // Subcommands inherit exitOverride and output settings only when set on each of them.
   const apply = (command: Command): void => {
@@ -55,6 +57,14 @@ export async function createProgram(io: Io, argv: readonly string[] = []): Promi
   };
   apply(program);
   return program;
+}
+
+/**
+ * A command that printed its whole result and still fails (`gateway status` of a daemon that is
+ * not ready): exit 1 with its message on stderr, and no second JSON document on stdout.
+ */
+export class ReportedFailure extends Error {
+  override name = 'ReportedFailure';
 }
 
 /** Runs the CLI and returns the exit code; never throws. */
@@ -76,6 +86,10 @@ export async function runCli(argv: readonly string[], io: Io = processIo): Promi
       // Commander already wrote the message to stderr; --json still gets its document.
       if (json) io.out(`${JSON.stringify({ error: { message: error.message.replace(/^error: /, '') } }, null, 2)}\n`);
       return EXIT.usage;
+    }
+    if (error instanceof ReportedFailure) {
+      io.err(`error: ${error.message}\n`);
+      return EXIT.failure;
     }
     if (error instanceof UsageError) return fail(EXIT.usage, error.message);
     if (error instanceof ConfigError) {

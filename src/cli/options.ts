@@ -60,6 +60,12 @@ export function intArg(min: number, max: number) {
   };
 }
 
+/** A limit: an integer from 1 to `max`, or "none" (null: no limit). */
+export function limitArg(max: number) {
+  const int = intArg(1, max);
+  return (value: string): number | null => (value === 'none' ? null : int(value));
+}
+
 export function dateArg(value: string): string {
   if (value === 'never') return value;
   const parsed = parseIsoDate(value);

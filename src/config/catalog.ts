@@ -65,6 +65,8 @@ export const FAMILY_KINDS: Record<ProviderType, readonly ModelType[]> = {
   gemini: ['chat', 'embedding', 'image'],
   deepgram: ['speech', 'transcription'],
   azure: ['chat', 'embedding', 'speech', 'transcription', 'image'],
+  bedrock: ['chat', 'embedding'],
+  vertex: ['chat', 'embedding'],
 };
 
 /** The keys that describe one kind of model; on a model of another kind they are a mistake. */

@@ -63,6 +63,15 @@ export const DEFAULT_RAW_CONFIG = {
     deepseek: { type: 'openai', base_url: 'https://api.deepseek.com/v1', api_key: '${DEEPSEEK_API_KEY}' },
     // Speech (Aura-2, /v1/speak) and transcription (Nova, /v1/listen); no chat.
     deepgram: { type: 'deepgram', base_url: 'https://api.deepgram.com', api_key: '${DEEPGRAM_API_KEY}' },
+    // The clouds, from the variables their own SDKs read (README "Cloud providers").
+    bedrock: {
+      type: 'bedrock',
+      region: '${AWS_REGION:-us-east-1}',
+      access_key_id: '${AWS_ACCESS_KEY_ID}',
+      secret_access_key: '${AWS_SECRET_ACCESS_KEY}',
+      session_token: '${AWS_SESSION_TOKEN:-}',
+    },
+    vertex: { type: 'vertex', project: '${GOOGLE_CLOUD_PROJECT}', region: '${GOOGLE_CLOUD_LOCATION:-global}', credentials: '${GOOGLE_APPLICATION_CREDENTIALS}' },
   },
   models: [],
 } as const;

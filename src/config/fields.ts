@@ -12,6 +12,11 @@ export class Problems {
     return this.unset.get(path);
   }
 
+  /** A separate list of problems that knows the same unset variables. */
+  scratch(): Problems {
+    return new Problems(this.unset);
+  }
+
   add(path: string, rule: string): void {
     const vars = this.unset.get(path);
     const hint = vars ? ` (${vars.map((name) => `$${name}`).join(', ')} not set)` : '';

@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { mergeModelEntries, parseModel, toSourcedEntries } from './catalog.js';
-import { DEFAULT_ANTHROPIC_VERSION, DEFAULT_AZURE_API_VERSION, DEFAULT_PROVIDER_TIMEOUTS, DEFAULT_RAW_CONFIG } from './defaults.js';
+import { CLOUD_KEYS, derivesBaseUrl, readCloud } from './clouds.js';
+import { DEFAULT_ANTHROPIC_VERSION, DEFAULT_PROVIDER_TIMEOUTS, DEFAULT_RAW_CONFIG } from './defaults.js';
 import {
   isRecord,
   Problems,
@@ -19,6 +20,8 @@ import {
 import { interpolateEnv } from './interpolate.js';
 import { readAliases } from './aliases.js';
 import { readFallbacks, readRouting } from './routing.js';
+import { readAlerts, readGovernance } from './governance.js';
+import { readMetrics, readTelemetry } from './observability.js';
 import { readBillingBatch, readCache, readOutbound } from './sections.js';
 import { readServerLimits } from './server-limits.js';
 import { readSignup, readTrustedProxies } from './public-access.js';
@@ -73,7 +76,7 @@ interface BuildOptions {
 /** Validates a parsed (not yet interpolated) user config merged over the defaults. */
 export function buildConfig(userRaw: unknown, options: BuildOptions): GatewayConfig {
   const topProblems = new Problems();
-  const top = readSection(userRaw, '', ['server', 'database', 'redis', 'cache', 'auth', 'logging', 'outbound', 'routing', 'catalog', 'providers', 'models', 'aliases'], topProblems);
+  const top = readSection(userRaw, '', ['server', 'database', 'redis', 'cache', 'auth', 'logging', 'outbound', 'routing', 'governance', 'alerts', 'metrics', 'telemetry', 'catalog', 'providers', 'models', 'aliases'], topProblems);
   if (topProblems.lines.length > 0 && !isRecord(userRaw)) throw new ConfigError(options.source, ['(root): must be a mapping']);
 
   const merged = mergeWithDefaults(top);
@@ -104,7 +107,10 @@ export function buildConfig(userRaw: unknown, options: BuildOptions): GatewayCon
   // must all sign and check sessions with one secret.
   if (databaseUrl !== undefined && jwtSecret === undefined) problems.add('auth.jwt_secret', 'is required with database.url (every daemon must sign sessions with the same secret)');
 
-  const providers = readProviders(raw.providers, problems);
+  // A provider the user wrote (not one the embedded defaults bring) must be right; a default
+  // one read from the ambient environment is left uncallable when that environment is not.
+  const written = new Set(isRecord(top.providers) ? Object.keys(top.providers) : []);
+  const providers = readProviders(raw.providers, problems, options.baseDir, written);
   const models = readModels(raw, catalog, new Map(Object.values(providers).map((p) => [p.name, p.type])), options.baseDir, problems);
   const routing = { ...readRouting(raw.routing, problems), fallbacks: readFallbacks(isRecord(raw.routing) ? raw.routing.fallbacks : undefined, models, problems) };
   const aliases = readAliases(raw.aliases, models, problems);
@@ -142,6 +148,10 @@ export function buildConfig(userRaw: unknown, options: BuildOptions): GatewayCon
     outbound: readOutbound(outbound, problems),
     routing,
     cache: readCache(raw.cache, problems),
+    governance: readGovernance(raw.governance, problems),
+    alerts: readAlerts(raw.alerts, problems),
+    metrics: readMetrics(raw.metrics, problems),
+    telemetry: readTelemetry(raw.telemetry, options.env, problems),
     providers,
     models,
     aliases,
@@ -183,14 +193,24 @@ function mergeWithDefaults(user: Raw): Raw {
     auth.signup = { ...((defaults.auth as Raw).signup as Raw), ...user.auth.signup };
   }
   if (user.redis !== undefined) out.redis = user.redis;
+  if (user.governance !== undefined) out.governance = user.governance;
+  if (user.alerts !== undefined) out.alerts = user.alerts;
+  if (user.metrics !== undefined) out.metrics = user.metrics;
+  if (user.telemetry !== undefined) out.telemetry = user.telemetry;
   const providers = user.providers;
   if (isRecord(providers)) {
     const base = defaults.providers as Raw;
     const mergedProviders: Raw = { ...base };
     for (const [name, entry] of Object.entries(providers)) {
-      const merged = isRecord(entry) && isRecord(base[name]) ? { ...(base[name] as Raw), ...entry } : entry;
+      // A provider of the user's own type under a default's name (an OpenAI-compatible "bedrock") takes nothing of the default.
+      const sameType = isRecord(entry) && isRecord(base[name]) && (entry.type === undefined || entry.type === (base[name] as Raw).type);
+      const merged = sameType ? { ...(base[name] as Raw), ...entry } : entry;
       // The user's `api_keys` replace the default entry's `api_key` (its variable, if set, is not a third key).
       if (isRecord(merged) && isRecord(entry) && entry.api_keys !== undefined && entry.api_key === undefined) delete merged.api_key;
+      // A Bedrock API key of the user's replaces the default entry's IAM credentials.
+      if (isRecord(merged) && isRecord(entry) && (entry.api_key !== undefined || entry.api_keys !== undefined) && entry.access_key_id === undefined) {
+        for (const key of ['access_key_id', 'secret_access_key', 'session_token']) delete merged[key];
+      }
       mergedProviders[name] = merged;
     }
     out.providers = mergedProviders;
@@ -203,9 +223,9 @@ function mergeWithDefaults(user: Raw): Raw {
 }
 
 const PROVIDER_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
-const PROVIDER_KEYS = ['type', 'base_url', 'api_key', 'api_keys', 'headers', 'timeouts', 'anthropic_version', 'max_tokens_param', 'tokenizer', 'responses', 'api_version', 'api'];
+const PROVIDER_KEYS = ['type', 'base_url', 'api_key', 'api_keys', 'headers', 'timeouts', 'anthropic_version', 'max_tokens_param', 'tokenizer', 'responses', ...Object.keys(CLOUD_KEYS)];
 
-function readProviders(raw: unknown, problems: Problems): Record<string, ProviderConfig> {
+function readProviders(raw: unknown, problems: Problems, baseDir: string, written: ReadonlySet<string>): Record<string, ProviderConfig> {
   const out: Record<string, ProviderConfig> = {};
   if (!isRecord(raw)) {
     problems.add('providers', 'must be a mapping of provider name to settings');
@@ -226,7 +246,7 @@ function readProviders(raw: unknown, problems: Problems): Record<string, Provide
     // A provider of an unknown type is read for its other problems, then left out (its models are refused by name).
     const known = type === undefined || (PROVIDER_TYPES as readonly string[]).includes(type);
     if (!known) problems.add(`${path}.type`, `must be one of: ${PROVIDER_TYPES.join(', ')} (openai covers every OpenAI-compatible vendor)`);
-    const baseUrl = readUrl(entry, 'base_url', path, problems, true);
+    const baseUrl = readUrl(entry, 'base_url', path, problems, !derivesBaseUrl(type));
     const headers = readHeaders(entry.headers, `${path}.headers`, problems);
     const timeouts = readSection(entry.timeouts, `${path}.timeouts`, ['connect', 'first_byte', 'idle'], problems);
     const provider: ProviderConfig = {
@@ -254,7 +274,13 @@ function readProviders(raw: unknown, problems: Problems): Record<string, Provide
     if (provider.type !== 'openai' && provider.type !== 'azure' && entry.max_tokens_param !== undefined) {
       problems.add(`${path}.max_tokens_param`, 'only applies to providers of type openai or azure');
     }
-    readAzure(entry, provider, path, problems);
+    if (written.has(name)) readCloud(entry, provider, path, problems, baseDir);
+    else {
+      const ambient = problems.scratch();
+      readCloud(entry, provider, path, ambient, baseDir);
+      // Calls answer 503 with what is wrong: the daemon starts for every other provider.
+      if (ambient.lines.length > 0) provider.apiKeyEnv = `valid settings (${ambient.lines.join('; ')})`;
+    }
     const tokenizer = readTokenizer(entry.tokenizer, `${path}.tokenizer`, problems);
     if (tokenizer) provider.tokenizer = tokenizer;
     if (provider.type !== 'openai' && entry.responses !== undefined && entry.responses !== null) {
@@ -263,23 +289,6 @@ function readProviders(raw: unknown, problems: Problems): Record<string, Provide
     if (known) out[name] = provider;
   }
   return out;
-}
-
-/** Azure's `api_version` (the deployments API; default the current GA) or `api: v1`. */
-function readAzure(entry: Raw, provider: ProviderConfig, path: string, problems: Problems): void {
-  if (provider.type !== 'azure') {
-    for (const key of ['api_version', 'api']) if (entry[key] !== undefined) problems.add(`${path}.${key}`, 'only applies to providers of type azure');
-    return;
-  }
-  const api = readEnum(entry, 'api', path, problems, ['deployments', 'v1'] as const, 'deployments');
-  const apiVersion = readString(entry, 'api_version', path, problems);
-  if (api === 'v1') {
-    if (apiVersion !== undefined) problems.add(`${path}.api_version`, 'the v1 API takes no api-version: remove it, or set api: deployments');
-    provider.azure = {};
-    return;
-  }
-  if (apiVersion !== undefined && !/^\d{4}-\d{2}-\d{2}(-preview)?$/.test(apiVersion)) problems.add(`${path}.api_version`, 'must be a date like 2024-10-21 (or 2025-04-01-preview)');
-  provider.azure = { apiVersion: apiVersion ?? DEFAULT_AZURE_API_VERSION };
 }
 
 /**

@@ -1,7 +1,7 @@
 /** The validated, frozen configuration every part of the daemon reads. */
 
-export type ProviderType = 'openai' | 'anthropic' | 'gemini' | 'deepgram' | 'azure';
-export const PROVIDER_TYPES: readonly ProviderType[] = ['openai', 'anthropic', 'gemini', 'deepgram', 'azure'];
+export type ProviderType = 'openai' | 'anthropic' | 'gemini' | 'deepgram' | 'azure' | 'bedrock' | 'vertex';
+export const PROVIDER_TYPES: readonly ProviderType[] = ['openai', 'anthropic', 'gemini', 'deepgram', 'azure', 'bedrock', 'vertex'];
 /** The provider types with a chat wire (Deepgram serves speech and transcription only). */
 export type ChatProviderType = Exclude<ProviderType, 'deepgram'>;
 
@@ -58,6 +58,32 @@ export interface ProviderConfig {
    * the v1 API (`/openai/v1/…`, the deployment named in the body). Sent with `api-key`.
    */
   azure?: { apiVersion?: string };
+  /**
+   * AWS Bedrock (type bedrock, the Converse API): the region the requests are signed for, and
+   * the IAM credentials they are signed with (SigV4), absent when a Bedrock API key (`api_key`,
+   * sent as a bearer token) is used instead.
+   */
+  bedrock?: { region: string; credentials?: AwsCredentials };
+  /**
+   * Google Vertex AI (type vertex: Gemini and Claude with Vertex's paths): the project and
+   * region of the paths, and the service account whose OAuth2 access tokens authorize them.
+   */
+  vertex?: { project: string; region: string; serviceAccount?: ServiceAccount };
+}
+
+export interface AwsCredentials {
+  accessKeyId: string;
+  secretAccessKey: string;
+  sessionToken?: string;
+}
+
+/** The fields of a Google service-account key file the gateway uses. */
+export interface ServiceAccount {
+  clientEmail: string;
+  privateKey: string;
+  privateKeyId?: string;
+  /** Where the signed assertion is exchanged for an access token, as the key file says. */
+  tokenUri: string;
 }
 
 /**
@@ -267,6 +293,49 @@ export interface ServerLimits {
   bodyIdleTimeoutMs: number;
 }
 
+export interface GovernanceConfig {
+  /** The IANA zone calendar periods (daily, weekly, monthly budgets) follow. */
+  timeZone: string;
+}
+
+export type AlertEvent = 'balance_low' | 'key_budget' | 'account_spend_limit' | 'deployment_resting';
+
+export interface AlertsConfig {
+  /** Absent: alerts are recorded (the dashboard lists them) but sent nowhere. */
+  webhookUrl?: string;
+  /** Signs each body: `x-gateway-signature: sha256=<HMAC-SHA256 hex>`. */
+  webhookSecret?: string;
+  events: readonly AlertEvent[];
+  /** balance_low: when a wallet falls below this (0: never). */
+  balanceLowMicros: number;
+}
+
+export interface MetricsConfig {
+  /** `GET <path>` in Prometheus text format (on by default). */
+  enabled: boolean;
+  path: string;
+  /** Set: `/metrics` needs `Authorization: Bearer <token>`. Unset: loopback clients only. */
+  token?: string;
+  /** Per-key series (opt-in), at most maxKeySeries keys; the rest as key="other". */
+  keyLabels: boolean;
+  maxKeySeries: number;
+}
+
+export type OtlpProtocol = 'http/protobuf' | 'http/json';
+
+export interface TelemetryConfig {
+  /** Traces exported by OTLP (telemetry.enabled, or an OTLP endpoint in the environment). */
+  enabled: boolean;
+  /** The traces URL (`.../v1/traces`); absent: the exporter reads OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT, else localhost:4318. */
+  endpoint?: string;
+  protocol: OtlpProtocol;
+  serviceName: string;
+  /** A ratio of root traces kept (a client's sampled parent is followed); absent: OTEL_TRACES_SAMPLER[_ARG], else all. */
+  sampleRatio?: number;
+  /** Prompts and answers on spans (gen_ai.input.messages, gen_ai.output.messages): never unless set. */
+  captureContent: boolean;
+}
+
 export interface GatewayConfig {
   server: {
     host: string;
@@ -317,6 +386,10 @@ export interface GatewayConfig {
   /** What the gateway may fetch on a caller's behalf (image URLs): src/core/outbound/. */
   outbound: OutboundConfig;
   routing: RoutingConfig;
+  governance: GovernanceConfig;
+  alerts: AlertsConfig;
+  metrics: MetricsConfig;
+  telemetry: TelemetryConfig;
   providers: Readonly<Record<string, ProviderConfig>>;
   models: readonly ModelConfig[];
   /** `aliases:`, in file order (exact names and patterns). */

@@ -1,5 +1,7 @@
 import type { CallSignal } from './abort.js';
+import type { KeyPolicy } from './key-policy.js';
 import type { ChatRequest } from './canonical.js';
+import type { Observation } from './telemetry/observation.js';
 
 /**
  * What every part of a call shares, above the gateway's services: who calls (the context) and
@@ -36,6 +38,8 @@ export interface CallContext {
   accountId: string;
   apiKeyId: string;
   rateLimit: number;
+  /** The key's tokens per minute (tpm_limit), when it has one. */
+  tpmLimit?: number;
   /** Aborted when the client goes away. */
   signal: CallSignal;
   startedAt: number;
@@ -47,5 +51,9 @@ export interface CallContext {
   fallbacks?: readonly string[];
   /** The alias the client named the model by (`aliases:` in the config), resolved at the ingress; recorded on the usage row. */
   requestedModel?: string;
+  /** The key's models list (and addresses), when it has one: every model of the call is checked against it. */
+  policy?: KeyPolicy;
+  /** The request's metrics and traces (the HTTP server's): attempts, first tokens and settlement report to it. */
+  observation?: Observation;
 }
 

@@ -3,7 +3,9 @@ import { GatewayError } from './errors.js';
 
 /**
  * The model catalog as the daemon serves it. A model is named by its full id
- * (`openai/gpt-4o-mini`) or by a short name (`gpt-4o-mini`) when exactly one model has it.
+ * (`openai/gpt-4o-mini`) or by a short name (`gpt-4o-mini`). A short name several models share
+ * goes to the one whose provider ranks first (`rank`: one with credentials before one without,
+ * a vendor's own API before a cloud's), and is ambiguous when several rank first.
  * Aliases (`aliases:` in the config) are other names for catalog models; the ingress resolves
  * them (`alias`) before the gateway sees the model, so `resolve` and `find` know catalog names only.
  */
@@ -18,6 +20,8 @@ export class Catalog {
   constructor(
     readonly models: readonly ModelConfig[],
     readonly aliases: readonly ModelAlias[] = [],
+    /** A provider's precedence for the short names its models share with others (lower first); all equal when not given. */
+    private readonly rank: (provider: string) => number = () => 0,
   ) {
     this.byId = new Map(models.map((model) => [model.id, model]));
     for (const model of models) {
@@ -70,7 +74,11 @@ export class Catalog {
   }
 
   private resolveShort(name: string): ModelConfig {
-    const matches = this.byShortName.get(name) ?? [];
+    let matches = this.byShortName.get(name) ?? [];
+    if (matches.length > 1) {
+      const first = Math.min(...matches.map((model) => this.rank(model.provider)));
+      matches = matches.filter((model) => this.rank(model.provider) === first);
+    }
     if (matches.length === 1) return matches[0] as ModelConfig;
     if (matches.length > 1) {
       throw new GatewayError({

@@ -236,6 +236,26 @@ export const errors = {
       message: `too many failed login attempts: try again in ${retryAfterSeconds} seconds`,
       headers: { 'retry-after': String(retryAfterSeconds) },
     }),
+  /** A key's max_parallel: as many of its calls in flight as it allows. */
+  tooManyInFlight: (limit: number) =>
+    new GatewayError({
+      status: 429,
+      type: 'rate_limit_exceeded',
+      reason: 'max_parallel_exceeded',
+      message: `this API key allows ${limit} call${limit === 1 ? '' : 's'} in flight at once (max_parallel), and ${limit === 1 ? 'one is' : 'that many are'} running: retry when one ends`,
+      retryable: true,
+      headers: { 'retry-after': '1' },
+    }),
+  /** The shared limits store (Redis) could not answer: refuse rather than admit unchecked. */
+  limitsUnavailable: (cause: unknown) =>
+    new GatewayError({
+      status: 503,
+      type: 'service_unavailable',
+      reason: 'limits_unavailable',
+      message: 'the gateway cannot check rate limits and wallet holds right now (its Redis is unreachable); retry shortly',
+      retryable: true,
+      cause,
+    }),
   signupDisabled: () =>
     new GatewayError({ status: 403, type: 'permission_error', reason: 'signup_disabled', message: 'sign-up is disabled on this gateway' }),
   /** `auth.signup.email_domains`: the address's domain is not one of them. */

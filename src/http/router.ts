@@ -4,11 +4,12 @@
  */
 
 export type RouteMatch<H> =
-  | { kind: 'found'; handler: H; params: Record<string, string> }
-  | { kind: 'method_not_allowed'; allowed: string[]; /** A handler of the path, for the path's own error format. */ sibling: H }
+  | { kind: 'found'; handler: H; params: Record<string, string>; /** The route as registered (`/api/api-keys/:id`): a bounded label for metrics and spans. */ pattern?: string }
+  | { kind: 'method_not_allowed'; allowed: string[]; /** A handler of the path, for the path's own error format. */ sibling: H; pattern?: string }
   | { kind: 'not_found' };
 
 interface DynamicRoute<H> {
+  pattern: string;
   segments: string[];
   handlers: Map<string, H>;
 }
@@ -29,7 +30,7 @@ export class Router<H> {
     const segments = pattern.split('/').slice(1);
     let route = this.dynamicRoutes.find((r) => r.segments.join('/') === segments.join('/'));
     if (!route) {
-      route = { segments, handlers: new Map() };
+      route = { pattern, segments, handlers: new Map() };
       this.dynamicRoutes.push(route);
     }
     if (route.handlers.has(method)) throw new Error(`duplicate route ${method} ${pattern}`);
@@ -40,20 +41,20 @@ export class Router<H> {
   match(method: string, path: string): RouteMatch<H> {
     const normalized = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
     const exact = this.staticRoutes.get(normalized);
-    if (exact) return pick(exact, method, {});
+    if (exact) return pick(exact, method, {}, normalized);
     const parts = normalized.split('/').slice(1);
     for (const route of this.dynamicRoutes) {
       const params = matchSegments(route.segments, parts);
-      if (params) return pick(route.handlers, method, params);
+      if (params) return pick(route.handlers, method, params, route.pattern);
     }
     return { kind: 'not_found' };
   }
 }
 
-function pick<H>(handlers: Map<string, H>, method: string, params: Record<string, string>): RouteMatch<H> {
+function pick<H>(handlers: Map<string, H>, method: string, params: Record<string, string>, pattern: string): RouteMatch<H> {
   const handler = handlers.get(method) ?? (method === 'HEAD' ? handlers.get('GET') : undefined);
-  if (handler) return { kind: 'found', handler, params };
-  return { kind: 'method_not_allowed', allowed: [...handlers.keys()], sibling: handlers.values().next().value as H };
+  if (handler) return { kind: 'found', handler, params, pattern };
+  return { kind: 'method_not_allowed', allowed: [...handlers.keys()], sibling: handlers.values().next().value as H, pattern };
 }
 
 function matchSegments(pattern: string[], parts: string[]): Record<string, string> | null {

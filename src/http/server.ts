@@ -10,6 +10,8 @@ import { sendError, sendJson, setRequestId } from './respond.js';
 import type { Router } from './router.js';
 import type { ServerLimits } from '../config/types.js';
 import { isTransient } from '../store/errors.js';
+import type { Observation } from '../core/telemetry/observation.js';
+import type { Telemetry } from '../core/telemetry/telemetry.js';
 
 export interface RequestContext {
   readonly req: IncomingMessage;
@@ -26,6 +28,8 @@ export interface RequestContext {
   readonly logFields: Record<string, string | number | boolean>;
   /** The longest pause while the body is read (server.body_idle_timeout; 0: none): readers other than json() apply it too. */
   readonly bodyIdleTimeoutMs: number;
+  /** Metrics and traces of this request (absent with both off): the call path fills in what served it. */
+  readonly observation: Observation | undefined;
   /** The parsed JSON body (413 past the size limit, 400 when it is not JSON, 408 when it stalls). */
   json(): Promise<unknown>;
   send(status: number, body: unknown, headers?: Record<string, string | string[]>): void;
@@ -51,6 +55,10 @@ export interface HttpServerOptions {
   limits?: Partial<ServerLimits>;
   /** A GET or HEAD no route matches: the route that serves it (the dashboard's client-side pages), if any. */
   fallback?: (path: string, accept: string | undefined) => Route | undefined;
+  /** Paths served even while shedding, besides the health checks (the metrics scrape). */
+  neverShed?: readonly string[];
+  /** Metrics and traces: each request observed from its route to its response's close. */
+  telemetry?: Telemetry | undefined;
 }
 
 /** A server built without limits: the daemon's behaviour before them (node's timeouts, nothing shed). */
@@ -75,6 +83,8 @@ export function serverInFlight(server: Server): number {
 /** node:http server: request ids, routing, JSON bodies, one error envelope, an access log line. */
 export function createHttpServer(options: HttpServerOptions): Server {
   const { router, logger } = options;
+  const telemetry = options.telemetry?.metrics || options.telemetry?.tracer ? options.telemetry : undefined;
+  const unshed: ReadonlySet<string> = options.neverShed?.length ? new Set([...HEALTH_PATHS, ...options.neverShed]) : HEALTH_PATHS;
   const limits: ServerLimits = { ...NO_LIMITS, ...options.limits };
   const { maxInFlight, bodyIdleTimeoutMs } = limits;
   // One error for every refusal: nothing is allocated (no stack captured) to shed a call.
@@ -131,6 +141,10 @@ export function createHttpServer(options: HttpServerOptions): Server {
     if (typeof incomingId === 'string' && REQUEST_ID.test(incomingId)) logFields.client_request_id = incomingId;
 
     const signal = new CallSignal();
+    let observation: Observation | undefined;
+    /** Resolved once, when first asked for (by the handler or a trace). */
+    let clientIp: string | undefined;
+    const client = (): string => (clientIp ??= clientAddress(req, options));
     /** Whether this request holds one of max_in_flight's places (until its response closes). */
     let counted = false;
     const socket = req.socket;
@@ -145,8 +159,15 @@ export function createHttpServer(options: HttpServerOptions): Server {
         logFields.aborted = true;
       }
       logFields.status = res.statusCode;
-      logFields.ms = Math.round((performance.now() - started) * 10) / 10;
+      const now = performance.now();
+      logFields.ms = Math.round((now - started) * 10) / 10;
       logger.info(logFields, 'request');
+      if (telemetry) {
+        // A request refused before routing (unknown path, shutting down) is observed here, as "unmatched".
+        observation ??= telemetry.requestStarted(started, 'unmatched', requestId, method, req.headers, path, client);
+        // A client that left before the answer started got no status: 499, as its usage row says.
+        telemetry.requestEnded(observation, logFields.aborted === true && !res.headersSent ? 499 : res.statusCode, now, logFields.aborted === true);
+      }
     });
 
     let route: Route | undefined;
@@ -158,9 +179,13 @@ export function createHttpServer(options: HttpServerOptions): Server {
       let match = router.match(method, path);
       if (match.kind === 'not_found' && (method === 'GET' || method === 'HEAD')) {
         const page = options.fallback?.(path, req.headers.accept);
-        if (page) match = { kind: 'found', handler: page, params: {} };
+        if (page) match = { kind: 'found', handler: page, params: {}, pattern: 'dashboard' };
       }
       if (match.kind === 'not_found') throw errors.routeNotFound(method, path);
+      if (telemetry) {
+        observation = telemetry.requestStarted(started, match.pattern ?? 'unmatched', requestId, method, req.headers, path, client);
+        if (observation.span) logFields.trace_id = observation.span.spanContext().traceId;
+      }
       if (match.kind === 'method_not_allowed') {
         // Answered in the path's own error format (a GET on /v1/messages gets Anthropic's).
         route = match.sibling;
@@ -174,7 +199,7 @@ export function createHttpServer(options: HttpServerOptions): Server {
       }
       // Shedding: decided here, before any body is read, any key checked or the database
       // touched; the refusal costs about what a 404 does. Health checks are never refused.
-      if (!HEALTH_PATHS.has(path)) {
+      if (!unshed.has(path)) {
         if (inFlight >= maxInFlight) {
           shed++;
           const now = Date.now();
@@ -196,10 +221,11 @@ export function createHttpServer(options: HttpServerOptions): Server {
         path,
         query: new URLSearchParams(queryStart === -1 ? '' : url.slice(queryStart + 1)),
         params: match.params,
-        clientIp: clientAddress(req, options),
+        clientIp: client(),
         signal,
         logFields,
         bodyIdleTimeoutMs,
+        observation,
         json: () => readJson(req, options.maxBodyBytes, bodyIdleTimeoutMs),
         send: (status, body, headers) => sendJson(res, status, body, headers),
       };

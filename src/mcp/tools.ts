@@ -8,6 +8,7 @@ import { presentAccount, presentCatalogList, presentCatalogModel, presentLedgerE
 import { microsToInr } from '../core/money.js';
 import { costMicros, imagePriceMicros, speechCostMicros, transcriptionCostMicros } from '../core/pricing.js';
 import { requiredEmail, requiredString } from '../core/validate.js';
+import { parseAccountUpdate } from '../api/account-bodies.js';
 import { registerKeyTools } from './key-tools.js';
 import { registerOperationsTools } from './operations-tools.js';
 import { accountRef, changes, list, result, toolKit } from './tool-kit.js';
@@ -31,7 +32,7 @@ export function createMcpServer(app: App, principal: KeyPrincipal): McpServer {
   }));
   server.registerResource('balance', 'gateway://balance', { title: 'Wallet balance', description: "The key's own account and its INR balance", mimeType: 'application/json' }, async (uri) => {
     app.store.barrier.pass();
-    const view = presentAccount(await app.accounts.get(principal.account.id) ?? principal.account);
+    const view = presentAccount(await app.accounts.get(principal.account.id) ?? principal.account, { timeZone: app.config.governance.timeZone });
     return { contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify({ account_id: view.id, email: view.email, balance: view.balance, currency: 'INR' }) }] };
   });
 
@@ -69,7 +70,7 @@ export function createMcpServer(app: App, principal: KeyPrincipal): McpServer {
       } catch {
         return { content: [{ type: 'text' as const, text: `account_id: no account '${ref ?? ''}'` }], isError: true };
       }
-      const view = presentAccount(account);
+      const view = presentAccount(account, { timeZone: app.config.governance.timeZone });
       return result({ account_id: view.id, email: view.email, balance: view.balance, currency: 'INR' as const });
     },
   );
@@ -146,7 +147,7 @@ export function createMcpServer(app: App, principal: KeyPrincipal): McpServer {
       run('list_accounts', async () => {
         requireAdmin(principal);
         app.store.barrier.pass();
-        return result({ accounts: (await app.accounts.list(limit, 0)).map(presentAccount) });
+        return result({ accounts: (await app.accounts.list(limit, 0)).map((account) => presentAccount(account, { timeZone: app.config.governance.timeZone })) });
       }),
   );
 
@@ -164,7 +165,7 @@ export function createMcpServer(app: App, principal: KeyPrincipal): McpServer {
         // The management API's own field rules (e-mail format, name length).
         const fields = { email, name };
         const created = await app.accounts.create({ email: requiredEmail(fields), name: requiredString(fields, 'name', { max: 200 }), role });
-        return result({ account: presentAccount(created) });
+        return result({ account: presentAccount(created, { timeZone: app.config.governance.timeZone }) });
       }),
   );
 
@@ -182,6 +183,26 @@ export function createMcpServer(app: App, principal: KeyPrincipal): McpServer {
         const target = await account(ref);
         const result_ = await app.wallet.topup({ accountId: target.id, amountMicros: positiveAmount({ amount }), createdBy: principal.account.id, ...(reference ? { reference } : {}), ...(note ? { note } : {}) });
         return result({ topup: presentLedgerEntry(result_.entry), balance: microsToInr(result_.balanceMicros), replayed: result_.replayed });
+      }),
+  );
+
+  server.registerTool(
+    'update_account',
+    {
+      description:
+        "Sets an account's spend limit (admin keys only): spend_limit, what all of its keys together may spend per spend_period (INR; 0 or null removes it), spend_period (daily, weekly, monthly in the gateway's time zone, or a duration like 30d counted from the account's creation; absent: for the account's life). Calls past it are refused with 402 account_spend_limit, whatever the wallet holds.",
+      inputSchema: { account_id: z.string().describe('Account id or e-mail'), spend_limit: z.number().nullable().optional(), spend_period: z.string().nullable().optional() },
+      outputSchema: { account: z.record(z.string(), z.unknown()) },
+      annotations: { ...changes, idempotentHint: true },
+    },
+    async ({ account_id: ref, ...fields }) =>
+      run('update_account', async () => {
+        requireAdmin(principal);
+        const target = await account(ref);
+        const body: Record<string, unknown> = {};
+        for (const [field, value] of Object.entries(fields)) if (value !== undefined) body[field] = value;
+        const updated = await app.accounts.setSpendLimit(target, parseAccountUpdate(body));
+        return result({ account: presentAccount(updated, { timeZone: app.config.governance.timeZone }) });
       }),
   );
 

@@ -1,6 +1,7 @@
 import type { ChatRequest, ChatResult, StreamPart } from '../core/canonical.js';
 import type { PromptTokenMargin } from '../core/tokens.js';
 import type { ProviderConfig } from '../config/types.js';
+import type { CallSignal } from '../core/abort.js';
 import type { SseEvent } from './shared/sse-parser.js';
 
 /** One request to an upstream, built purely from the canonical request. */
@@ -31,6 +32,44 @@ export interface StreamDecoder {
   end(): StreamPart[];
 }
 
+/**
+ * Splits an upstream stream's bytes into events: SSE for most families, AWS event-stream
+ * frames for Bedrock (each frame's type as `event`, its payload as `data`).
+ */
+export interface FrameParser {
+  push(chunk: Buffer): SseEvent[];
+  end(): SseEvent[];
+}
+
+/** One upstream request as it will go on the wire, for a credential step to sign. */
+export interface OutgoingRequest {
+  /** `https://host[:port]`. */
+  origin: string;
+  /** Path and query, exactly as sent. */
+  path: string;
+  headers: Readonly<Record<string, string>>;
+  body: string | Buffer;
+}
+
+/**
+ * The credential step of the upstream client, for providers whose requests are signed or
+ * carry short-lived tokens (Bedrock's SigV4, Vertex's OAuth2 access tokens) rather than a key
+ * the family puts in its headers.
+ */
+export interface Authenticator {
+  /** The headers that carry the credential for this request (may fetch a token first). */
+  headers(request: OutgoingRequest, signal: CallSignal): Promise<Record<string, string>>;
+  /**
+   * The upstream answered 401 to a request that carried `sent` (this step's headers): forget
+   * that token. True when asking again with a fresh one may succeed; the client then asks once
+   * more, never in a loop.
+   */
+  refused?(sent: Readonly<Record<string, string>>): boolean;
+}
+
+/** A form POST the credential step makes itself (a token exchange), on the provider's connections. */
+export type TokenPost = (url: string, form: string, signal: CallSignal) => Promise<{ status: number; text: string }>;
+
 /** Deterministic inputs a pure translation needs (ids for calls the upstream leaves unnamed). */
 export interface TranslationContext {
   newToolCallId: () => string;
@@ -45,6 +84,8 @@ export interface ProviderFamily {
   buildChatRequest(request: ChatRequest, provider: ProviderConfig): UpstreamRequest;
   parseChatResponse(body: unknown, request: ChatRequest, context: TranslationContext): ChatResult;
   createStreamDecoder(request: ChatRequest, provider: ProviderConfig, context: TranslationContext): StreamDecoder;
+  /** How the stream's bytes split into events; absent: Server-Sent Events. */
+  createFrameParser?(provider: ProviderConfig): FrameParser;
   /** The human message inside the family's error body, if there is one. */
   errorMessage(body: unknown): string | undefined;
 }

@@ -10,6 +10,13 @@ export interface Account {
   passwordHash: string | null;
   role: Role;
   balanceMicros: number;
+  /** Lifetime spend (every charge), and what the account's keys together may spend per `spendPeriod` (null: no limit). */
+  spentMicros: number;
+  spendLimitMicros: number | null;
+  spendPeriod: string | null;
+  /** When the current spend period began (0: none yet) and the lifetime spend then. */
+  periodStart: number;
+  periodBaseMicros: number;
   createdAt: number;
   updatedAt: number;
 }
@@ -22,6 +29,11 @@ export interface AccountRow {
   password_hash: string | null;
   role: Role;
   balance_micros: number;
+  spent_micros: number;
+  spend_limit_micros: number | null;
+  spend_period: string | null;
+  period_start: number;
+  period_base_micros: number;
   created_at: number;
   updated_at: number;
 }
@@ -33,6 +45,11 @@ export const toAccount = (row: AccountRow): Account => ({
   passwordHash: row.password_hash,
   role: row.role,
   balanceMicros: row.balance_micros,
+  spentMicros: row.spent_micros,
+  spendLimitMicros: row.spend_limit_micros,
+  spendPeriod: row.spend_period,
+  periodStart: row.period_start,
+  periodBaseMicros: row.period_base_micros,
   createdAt: row.created_at,
   updatedAt: row.updated_at,
 });
@@ -43,6 +60,7 @@ export class AccountsRepo {
   private readonly byEmailStmt;
   private readonly listStmt;
   private readonly countAdminsStmt;
+  private readonly spendLimitStmt;
 
   constructor(
     db: Db,
@@ -56,6 +74,11 @@ export class AccountsRepo {
     this.byEmailStmt = db.prepare('SELECT * FROM accounts WHERE email = ?');
     this.listStmt = db.prepare('SELECT * FROM accounts ORDER BY created_at, id LIMIT ? OFFSET ?');
     this.countAdminsStmt = db.prepare("SELECT count(*) AS n FROM accounts WHERE role = 'admin'");
+    // A changed period starts over at the next call (period_start 0); a changed limit keeps
+    // what the period has spent (SET reads the row as it was: the old spend_period).
+    this.spendLimitStmt = db.prepare(
+      'UPDATE accounts SET spend_limit_micros = @limit, spend_period = @period, period_start = CASE WHEN spend_period IS @period THEN period_start ELSE 0 END, updated_at = @now WHERE id = @id',
+    );
   }
 
   /** Inserts an account; throws SQLITE_CONSTRAINT_UNIQUE when the email is taken. */
@@ -79,6 +102,11 @@ export class AccountsRepo {
   list(limit: number, offset: number): Account[] {
     this.barrier?.pass();
     return (this.listStmt.all(limit, offset) as AccountRow[]).map(toAccount);
+  }
+
+  setSpendLimit(id: string, limitMicros: number | null, period: string | null, now: number): Account | undefined {
+    this.spendLimitStmt.run({ limit: limitMicros, period, now, id });
+    return this.byId(id);
   }
 
   countAdmins(): number {

@@ -22,6 +22,19 @@ export interface KeyRecord {
   createdAt: number;
   /** Whether the response cache serves and stores this key's calls (API keys; management keys: true). */
   cache: boolean;
+  /** The catalog ids, aliases and patterns the key may call; empty: every model (API keys). */
+  models: readonly string[];
+  /** The addresses and CIDRs the key may be used from; empty: anywhere (API keys). */
+  allowedIps: readonly string[];
+  /** Calls in flight at once; null: no limit (API keys). */
+  maxParallel: number | null;
+  /** Tokens (input + output) per minute; null: no limit (API keys). */
+  tpmLimit: number | null;
+  /** The period `budgetMicros` renews over (core/periods.ts); null: the budget is for the key's life. */
+  budgetPeriod: string | null;
+  /** When the key's current budget period began (0: none yet) and its lifetime spend then. */
+  periodStart: number;
+  periodBaseMicros: number;
 }
 
 /** A key row, as both backends read it (`cache` is 0/1 in SQLite, a boolean in PostgreSQL). */
@@ -39,6 +52,14 @@ export interface KeyRow {
   last_used_at: number | null;
   created_at: number;
   cache: number | boolean;
+  /** JSON arrays of strings, NULL when unset. */
+  models: string | null;
+  allowed_ips: string | null;
+  max_parallel: number | null;
+  tpm_limit: number | null;
+  budget_period: string | null;
+  period_start: number;
+  period_base_micros: number;
 }
 
 export interface NewKey {
@@ -52,6 +73,11 @@ export interface NewKey {
   expiresAt: number | null;
   now: number;
   cache?: boolean;
+  models?: readonly string[];
+  allowedIps?: readonly string[];
+  maxParallel?: number | null;
+  tpmLimit?: number | null;
+  budgetPeriod?: string | null;
 }
 
 export interface KeyChanges {
@@ -60,12 +86,37 @@ export interface KeyChanges {
   budgetMicros?: number | null;
   expiresAt?: number | null;
   cache?: boolean;
+  /** [] clears. */
+  models?: readonly string[];
+  allowedIps?: readonly string[];
+  /** null clears. */
+  maxParallel?: number | null;
+  tpmLimit?: number | null;
+  /** null clears; a change starts the period over (at the next call). */
+  budgetPeriod?: string | null;
 }
+
+/** A list column's text: NULL for an empty list. */
+export function listColumn(list: readonly string[] | undefined): string | null {
+  return list && list.length > 0 ? JSON.stringify(list) : null;
+}
+
+function listOf(text: string | null | undefined): readonly string[] {
+  if (!text) return EMPTY;
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return Array.isArray(parsed) ? Object.freeze(parsed.filter((item): item is string => typeof item === 'string')) : EMPTY;
+  } catch {
+    return EMPTY;
+  }
+}
+
+const EMPTY: readonly string[] = Object.freeze([]);
 
 const TABLE: Record<KeyKind, string> = { api: 'api_keys', management: 'management_keys' };
 const COLUMNS: Record<KeyKind, string> = {
   api: '*',
-  management: 'id, account_id, name, key_hash, masked_key, NULL AS rate_limit, NULL AS budget_micros, 0 AS spent_micros, expires_at, revoked_at, last_used_at, created_at, 1 AS cache',
+  management: 'id, account_id, name, key_hash, masked_key, NULL AS rate_limit, NULL AS budget_micros, 0 AS spent_micros, expires_at, revoked_at, last_used_at, created_at, 1 AS cache, NULL AS models, NULL AS allowed_ips, NULL AS max_parallel, NULL AS tpm_limit, NULL AS budget_period, 0 AS period_start, 0 AS period_base_micros',
 };
 
 export class KeysRepo {
@@ -87,8 +138,8 @@ export class KeysRepo {
     this.insertStmt =
       kind === 'api'
         ? db.prepare(
-            `INSERT INTO api_keys (id, account_id, name, key_hash, masked_key, rate_limit, budget_micros, expires_at, created_at, cache)
-             VALUES (@id, @account_id, @name, @key_hash, @masked_key, @rate_limit, @budget_micros, @expires_at, @now, @cache)`,
+            `INSERT INTO api_keys (id, account_id, name, key_hash, masked_key, rate_limit, budget_micros, expires_at, created_at, cache, models, allowed_ips, max_parallel, tpm_limit, budget_period)
+             VALUES (@id, @account_id, @name, @key_hash, @masked_key, @rate_limit, @budget_micros, @expires_at, @now, @cache, @models, @allowed_ips, @max_parallel, @tpm_limit, @budget_period)`,
           )
         : db.prepare(
             `INSERT INTO management_keys (id, account_id, name, key_hash, masked_key, expires_at, created_at)
@@ -115,6 +166,11 @@ export class KeysRepo {
       params.rate_limit = key.rateLimit ?? 10_000;
       params.budget_micros = key.budgetMicros ?? null;
       params.cache = key.cache === false ? 0 : 1;
+      params.models = listColumn(key.models);
+      params.allowed_ips = listColumn(key.allowedIps);
+      params.max_parallel = key.maxParallel ?? null;
+      params.tpm_limit = key.tpmLimit ?? null;
+      params.budget_period = key.budgetPeriod ?? null;
     }
     this.insertStmt.run(params);
     return this.byId(key.id) as KeyRecord;
@@ -162,6 +218,27 @@ export class KeysRepo {
         sets.push('cache = @cache');
         params.cache = changes.cache ? 1 : 0;
       }
+      if (changes.models !== undefined) {
+        sets.push('models = @models');
+        params.models = listColumn(changes.models);
+      }
+      if (changes.allowedIps !== undefined) {
+        sets.push('allowed_ips = @allowed_ips');
+        params.allowed_ips = listColumn(changes.allowedIps);
+      }
+      if (changes.maxParallel !== undefined) {
+        sets.push('max_parallel = @max_parallel');
+        params.max_parallel = changes.maxParallel;
+      }
+      if (changes.tpmLimit !== undefined) {
+        sets.push('tpm_limit = @tpm_limit');
+        params.tpm_limit = changes.tpmLimit;
+      }
+      if (changes.budgetPeriod !== undefined) {
+        // A changed period starts over (SET reads the old budget_period); the same one sent again keeps its spend.
+        sets.push('budget_period = @budget_period', 'period_start = CASE WHEN budget_period IS @budget_period THEN period_start ELSE 0 END');
+        params.budget_period = changes.budgetPeriod;
+      }
     }
     if (sets.length > 0) this.db.prepare(`UPDATE ${this.table} SET ${sets.join(', ')} WHERE id = @id`).run(params);
     return this.byId(id);
@@ -201,14 +278,22 @@ export function toKeyRecord(kind: KeyKind, row: KeyRow): KeyRecord {
     lastUsedAt: row.last_used_at,
     createdAt: row.created_at,
     cache: row.cache !== 0 && row.cache !== false,
+    models: listOf(row.models),
+    allowedIps: listOf(row.allowed_ips),
+    maxParallel: row.max_parallel ?? null,
+    tpmLimit: row.tpm_limit ?? null,
+    budgetPeriod: row.budget_period ?? null,
+    periodStart: row.period_start ?? 0,
+    periodBaseMicros: row.period_base_micros ?? 0,
   };
 }
 
 export type KeyStatus = 'active' | 'expired' | 'revoked' | 'exhausted';
 
-export function keyStatus(key: KeyRecord, now: number): KeyStatus {
+/** `spentMicros`: the spend in the budget's current period (default: the key's lifetime spend). */
+export function keyStatus(key: KeyRecord, now: number, spentMicros = key.spentMicros): KeyStatus {
   if (key.revokedAt !== null) return 'revoked';
   if (key.expiresAt !== null && key.expiresAt <= now) return 'expired';
-  if (key.budgetMicros !== null && key.spentMicros >= key.budgetMicros) return 'exhausted';
+  if (key.budgetMicros !== null && spentMicros >= key.budgetMicros) return 'exhausted';
   return 'active';
 }

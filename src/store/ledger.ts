@@ -120,7 +120,8 @@ export class LedgerRepo {
        VALUES (?, 'charge', ?, ?, NULL, ?, ?, NULL, NULL, ?)`,
     );
     this.applyStmt = db.prepare(
-      'UPDATE accounts SET balance_micros = balance_micros + @amount, updated_at = @now WHERE id = @account_id RETURNING balance_micros',
+      // A charge (a negative amount) also adds to the account's lifetime spend (spend limits).
+      'UPDATE accounts SET balance_micros = balance_micros + @amount, spent_micros = spent_micros + max(0, -@amount), updated_at = @now WHERE id = @account_id RETURNING balance_micros',
     );
     this.byReferenceStmt = db.prepare('SELECT * FROM ledger WHERE account_id = ? AND kind = ? AND reference = ?');
     this.byChargeRequestStmt = db.prepare("SELECT * FROM ledger WHERE request_id = ? AND kind = 'charge'");

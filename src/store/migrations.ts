@@ -179,4 +179,55 @@ ALTER TABLE usage ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1 CHECK (attempts
 ALTER TABLE usage ADD COLUMN requested_model TEXT;
 `,
   },
+  {
+    version: 9,
+    name: 'api keys: the models a key may call and the addresses it may be used from',
+    // Governance (issue 30): JSON arrays of strings; NULL (or []) for every model, anywhere.
+    sql: `
+ALTER TABLE api_keys ADD COLUMN models TEXT;
+ALTER TABLE api_keys ADD COLUMN allowed_ips TEXT;
+`,
+  },
+  {
+    version: 10,
+    name: 'api keys: calls in flight, tokens per minute, budgets that renew; accounts: spend limits',
+    // Governance (issue 30). A key's (or account's) spend in its current period is its
+    // lifetime spend minus period_base_micros, the spend when the period began (period_start,
+    // ms; written once per period by the first admission that sees the new period), so the
+    // charge path adds to one counter as before. Accounts count their lifetime spend from now
+    // on (charges add to it), starting from the ledger's charges so far.
+    sql: `
+ALTER TABLE api_keys ADD COLUMN max_parallel INTEGER CHECK (max_parallel IS NULL OR max_parallel BETWEEN 1 AND 10000);
+ALTER TABLE api_keys ADD COLUMN tpm_limit INTEGER CHECK (tpm_limit IS NULL OR tpm_limit > 0);
+ALTER TABLE api_keys ADD COLUMN budget_period TEXT;
+ALTER TABLE api_keys ADD COLUMN period_start INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE api_keys ADD COLUMN period_base_micros INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE accounts ADD COLUMN spent_micros INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE accounts ADD COLUMN spend_limit_micros INTEGER CHECK (spend_limit_micros IS NULL OR spend_limit_micros > 0);
+ALTER TABLE accounts ADD COLUMN spend_period TEXT;
+ALTER TABLE accounts ADD COLUMN period_start INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE accounts ADD COLUMN period_base_micros INTEGER NOT NULL DEFAULT 0;
+UPDATE accounts SET spent_micros = coalesce((SELECT -sum(amount_micros) FROM ledger WHERE ledger.account_id = accounts.id AND kind = 'charge'), 0);
+`,
+  },
+  {
+    version: 11,
+    name: 'alerts: raised once per event, subject and period',
+    sql: `
+CREATE TABLE alerts (
+  id         TEXT PRIMARY KEY,
+  event      TEXT NOT NULL,
+  subject    TEXT NOT NULL,
+  period     TEXT NOT NULL,
+  account_id TEXT,
+  payload    TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  delivery   TEXT NOT NULL,
+  attempts   INTEGER NOT NULL DEFAULT 0,
+  last_error TEXT
+) STRICT;
+CREATE UNIQUE INDEX alerts_once ON alerts(event, subject, period);
+CREATE INDEX alerts_by_time ON alerts(created_at);
+`,
+  },
 ];

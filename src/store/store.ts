@@ -6,12 +6,14 @@ import { KeysRepo } from './keys.js';
 import { LedgerRepo, type ChargeInput } from './ledger.js';
 import { UsageRepo, type NewUsage, type UsageRecord } from './usage.js';
 import { SessionsRepo } from './sessions.js';
+import { AlertsRepo } from './alerts.js';
 import type { Logger } from 'pino';
 import { CacheStore, cacheFileOf, type CacheStoreLimits } from './cache-entries.js';
 import { ServingLock } from './serving-lock.js';
 import type { Account } from './accounts.js';
 import type { KeyRecord, NewKey } from './keys.js';
-import type { Funds, LocalWrites, NewAccount, Store } from './types.js';
+import { FUNDS_COLUMNS, toFunds, type FundsRow } from './funds.js';
+import type { Funds, LocalWrites, NewAccount, PeriodStarts, Store } from './types.js';
 
 export type { Funds } from './types.js';
 
@@ -27,9 +29,9 @@ type FundsCharge = Pick<ChargeInput, 'accountId' | 'apiKeyId' | 'amountMicros'>;
  * while a settlement batch, which says what it charged, updates it in place.
  */
 class FundsCache {
-  private readonly balances = new Map<string, number>();
+  private readonly accounts = new Map<string, { balanceMicros: number; account: Funds['account'] }>();
   /** By account and key; null when the key is not one of the account's. */
-  private readonly keys = new Map<string, { budgetMicros: number | null; spentMicros: number } | null>();
+  private readonly keys = new Map<string, NonNullable<Funds['key']> | null>();
   /** total_changes() when the cache was last known right. */
   private mark = -1;
   /** PRAGMA data_version then (other connections' commits change it), when they may write. */
@@ -47,17 +49,17 @@ class FundsCache {
 
   get(accountId: string, apiKeyId: string): Funds | undefined {
     this.check();
-    const balance = this.balances.get(accountId);
+    const account = this.accounts.get(accountId);
     const key = this.keys.get(`${accountId}\n${apiKeyId}`);
-    if (balance === undefined || key === undefined) return undefined;
-    return { balanceMicros: balance, key: key === null ? undefined : { budgetMicros: key.budgetMicros, spentMicros: key.spentMicros } };
+    if (account === undefined || key === undefined) return undefined;
+    return { balanceMicros: account.balanceMicros, account: { ...account.account }, key: key === null ? undefined : { ...key } };
   }
 
   set(accountId: string, apiKeyId: string, funds: Funds): void {
     this.check();
     if (this.keys.size >= MAX_CACHED) this.clear();
-    this.balances.set(accountId, funds.balanceMicros);
-    this.keys.set(`${accountId}\n${apiKeyId}`, funds.key ? { budgetMicros: funds.key.budgetMicros, spentMicros: funds.key.spentMicros } : null);
+    this.accounts.set(accountId, { balanceMicros: funds.balanceMicros, account: { ...funds.account } });
+    this.keys.set(`${accountId}\n${apiKeyId}`, funds.key ? { ...funds.key } : null);
   }
 
   /** Charges committed since `before` (total_changes() then), and no other write. */
@@ -68,8 +70,11 @@ class FundsCache {
       return;
     }
     for (const charge of charges) {
-      const balance = this.balances.get(charge.accountId);
-      if (balance !== undefined) this.balances.set(charge.accountId, balance - charge.amountMicros);
+      const account = this.accounts.get(charge.accountId);
+      if (account !== undefined) {
+        account.balanceMicros -= charge.amountMicros;
+        account.account.spentMicros += charge.amountMicros;
+      }
       const key = charge.apiKeyId ? this.keys.get(`${charge.accountId}\n${charge.apiKeyId}`) : undefined;
       if (key && charge.amountMicros > 0) key.spentMicros += charge.amountMicros;
     }
@@ -92,7 +97,7 @@ class FundsCache {
   }
 
   private clear(): void {
-    this.balances.clear();
+    this.accounts.clear();
     this.keys.clear();
   }
 }
@@ -111,6 +116,7 @@ export class SqliteStore implements Store, LocalWrites {
   readonly ledger: LedgerRepo;
   readonly usage: UsageRepo;
   readonly sessions: SessionsRepo;
+  readonly alerts: AlertsRepo;
   /** Passed by the reads that show money; settlement registers its pending calls here. */
   readonly barrier: ReadBarrier;
   /** Present for a database file opened with Store.open. */
@@ -119,6 +125,8 @@ export class SqliteStore implements Store, LocalWrites {
   /** Built once: better-sqlite3 builds four wrappers per transaction() call. */
   private readonly runInTransaction;
   private readonly fundsStmt;
+  private readonly keyPeriodStmt;
+  private readonly accountPeriodStmt;
   private readonly changesStmt;
   private readonly dataVersionStmt;
   private fundsCache: FundsCache | undefined;
@@ -129,9 +137,9 @@ export class SqliteStore implements Store, LocalWrites {
     readonly path = ':memory:',
   ) {
     this.runInTransaction = db.transaction((fn: () => unknown) => fn());
-    this.fundsStmt = db
-      .prepare('SELECT a.balance_micros, k.budget_micros, k.spent_micros FROM accounts a LEFT JOIN api_keys k ON k.id = ? AND k.account_id = a.id WHERE a.id = ?')
-      .raw();
+    this.fundsStmt = db.prepare(`SELECT ${FUNDS_COLUMNS} FROM accounts a LEFT JOIN api_keys k ON k.id = ? AND k.account_id = a.id WHERE a.id = ?`);
+    this.keyPeriodStmt = db.prepare('UPDATE api_keys SET period_base_micros = spent_micros, period_start = ? WHERE id = ? AND account_id = ? AND period_start < ?');
+    this.accountPeriodStmt = db.prepare('UPDATE accounts SET period_base_micros = spent_micros, period_start = ? WHERE id = ? AND period_start < ?');
     this.changesStmt = db.prepare('SELECT total_changes()').pluck();
     this.dataVersionStmt = db.prepare('PRAGMA data_version').pluck();
     this.barrier = new ReadBarrier(db);
@@ -141,6 +149,7 @@ export class SqliteStore implements Store, LocalWrites {
     this.ledger = new LedgerRepo(db, this.barrier);
     this.usage = new UsageRepo(db, this.barrier);
     this.sessions = new SessionsRepo(db);
+    this.alerts = new AlertsRepo(db);
   }
 
   static open(path: string, options: OpenOptions & { onCheckpointError?: (message: string) => void } = {}): SqliteStore {
@@ -167,11 +176,20 @@ export class SqliteStore implements Store, LocalWrites {
   funds(accountId: string, apiKeyId: string): Funds | undefined {
     const cached = this.fundsCache?.get(accountId, apiKeyId);
     if (cached) return cached;
-    const row = this.fundsStmt.get(apiKeyId, accountId) as [number, number | null, number | null] | undefined;
+    const row = this.fundsStmt.get(apiKeyId, accountId) as FundsRow | undefined;
     if (!row) return undefined;
-    const funds = { balanceMicros: row[0], key: row[2] === null ? undefined : { budgetMicros: row[1], spentMicros: row[2] } };
+    const funds = toFunds(row);
     this.fundsCache?.set(accountId, apiKeyId, funds);
     return funds;
+  }
+
+  /** Settled calls go in first (the barrier), so the old period keeps what it spent. */
+  beginPeriods(starts: PeriodStarts): void {
+    this.barrier.pass();
+    this.transaction(() => {
+      if (starts.keyStart !== undefined && starts.apiKeyId !== undefined) this.keyPeriodStmt.run(starts.keyStart, starts.apiKeyId, starts.accountId, starts.keyStart);
+      if (starts.accountStart !== undefined) this.accountPeriodStmt.run(starts.accountStart, starts.accountId, starts.accountStart);
+    });
   }
 
   /**

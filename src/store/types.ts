@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Account, Role } from './accounts.js';
 import type { CacheStoreLimits, NewEntry, StoredEntry, VectorRow } from './cache-entries.js';
 import type { KeyChanges, KeyRecord, NewKey } from './keys.js';
+import type { AlertDelivery, AlertRecord } from './alerts.js';
 import type { ChargeInput, CreditInput, LedgerEntry, LedgerKind } from './ledger.js';
 import type { NewUsage, UsageDay, UsageFilter, UsageRecord, UsageTop, UsageTotals } from './usage.js';
 
@@ -32,6 +33,8 @@ export interface AccountStore {
   byEmail(email: string): Awaitable<Account | undefined>;
   list(limit: number, offset: number): Awaitable<Account[]>;
   countAdmins(): Awaitable<number>;
+  /** Sets (null: removes) the spend limit; its period starts over. Undefined when no such account. */
+  setSpendLimit(id: string, limitMicros: number | null, period: string | null, now: number): Awaitable<Account | undefined>;
 }
 
 export interface KeyStore {
@@ -74,6 +77,14 @@ export interface UsageStore {
   totals(accountId: string, since: number, until: number): Awaitable<UsageTotals>;
   daily(accountId: string, since: number): Awaitable<UsageDay[]>;
   top(accountId: string, since: number, by: 'key' | 'model', limit: number): Awaitable<UsageTop[]>;
+}
+
+export interface AlertStore {
+  /** True when this alert is the first of its event, subject and period (any daemon's). */
+  insert(alert: Omit<AlertRecord, 'attempts' | 'lastError'>): Awaitable<boolean>;
+  /** Newest first. */
+  recent(limit: number): Awaitable<AlertRecord[]>;
+  delivered(id: string, result: AlertDelivery): Awaitable<void>;
 }
 
 export interface SessionStore {
@@ -129,9 +140,32 @@ export interface ImageStore {
   sweep(now: number): Awaitable<number>;
 }
 
+/**
+ * A spend counter that renews per period: the spend in the current period is `spentMicros`
+ * (lifetime) minus `periodBaseMicros`, the spend when the period that began at `periodStart`
+ * began (core/periods.ts computes the periods; admission starts a new one: Store.beginPeriods).
+ */
+export interface PeriodCounter {
+  spentMicros: number;
+  periodStart: number;
+  periodBaseMicros: number;
+  createdAt: number;
+}
+
 export interface Funds {
   balanceMicros: number;
-  key: { budgetMicros: number | null; spentMicros: number } | undefined;
+  /** The account's lifetime spend and its spend limit per `spendPeriod` (null: none). */
+  account: PeriodCounter & { spendLimitMicros: number | null; spendPeriod: string | null };
+  /** The key's budget (per `budgetPeriod`, or for its life when null). */
+  key: (PeriodCounter & { budgetMicros: number | null; budgetPeriod: string | null }) | undefined;
+}
+
+/** New periods to start (each only when the stored one began earlier): the spend so far becomes the base. */
+export interface PeriodStarts {
+  accountId: string;
+  accountStart?: number;
+  apiKeyId?: string;
+  keyStart?: number;
 }
 
 /**
@@ -165,6 +199,7 @@ export interface Store {
   readonly ledger: LedgerStore;
   readonly usage: UsageStore;
   readonly sessions: SessionStore;
+  readonly alerts: AlertStore;
   readonly barrier: ReadBarrierLike;
   /** Present for SQLite: see LocalWrites. */
   readonly local: LocalWrites | undefined;
@@ -179,6 +214,13 @@ export interface Store {
    * account does not exist.
    */
   funds(accountId: string, apiKeyId: string): Awaitable<Funds | undefined>;
+
+  /**
+   * Starts new spend periods (the key's budget, the account's spend limit): each counter whose
+   * stored period began before the given start takes its spend so far as the new base. Any
+   * number of daemons may race: the first write wins, the rest change nothing.
+   */
+  beginPeriods(starts: PeriodStarts): Awaitable<void>;
 
   /**
    * Settled calls into the ledger, in one transaction: the charges (one per request id: a

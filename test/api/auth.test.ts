@@ -35,7 +35,7 @@ t.test('sign-up: rules, cookie, conflict', async (t) => {
 
   const created = await gw.http('POST', '/api/auth/signup', { body: signup });
   t.equal(created.status, 200, 'sign-up answers 200');
-  t.same(created.body.user, { id: created.body.user.id, email: 'dev@example.com', name: 'Dev', role: 'user', balance: 0, created_at: created.body.user.created_at });
+  t.same(created.body.user, { id: created.body.user.id, email: 'dev@example.com', name: 'Dev', role: 'user', balance: 0, spend_limit: null, spend_period: null, spent_this_period: null, period_resets_at: null, created_at: created.body.user.created_at });
   t.notOk('password_hash' in created.body.user, 'no hash in the response');
   const cookie = String(created.headers['set-cookie']);
   t.match(cookie, /^token=[\w.-]+; Path=\/; HttpOnly; SameSite=Lax; Max-Age=604800$/, 'session cookie: HttpOnly, SameSite=Lax');

@@ -211,7 +211,7 @@ t.test('GET /api/management/me', async (t) => {
   t.match(me.body.account, { email: gw.adminEmail, name: 'Admin', role: 'admin', balance: 0 });
   t.match(me.body.account.id, /^acc_/);
   t.match(me.body.account.created_at, ISO);
-  t.strictSame(Object.keys(me.body.account).sort(), ['balance', 'created_at', 'email', 'id', 'name', 'role'], 'no password hash or other internals');
+  t.strictSame(Object.keys(me.body.account).sort(), ['balance', 'created_at', 'email', 'id', 'name', 'period_resets_at', 'role', 'spend_limit', 'spend_period', 'spent_this_period'], 'no password hash or other internals');
   t.match(me.body.key, { object: 'management_key', account_id: me.body.account.id, name: 'init', status: 'active', expires_at: null, revoked_at: null });
   t.match(me.body.key.id, /^mk_/);
   t.equal(me.body.key.masked_key, `akm-${gw.adminKey.slice(4, 8)}…${gw.adminKey.slice(-4)}`);
@@ -234,7 +234,11 @@ t.test('accounts', async (t) => {
   const created = await gw.http('POST', '/api/management/accounts', { token: gw.adminKey, body: { email: 'Alice@Example.COM', name: '  Alice  ' } });
   t.equal(created.status, 201);
   t.match(created.body.id, /^acc_/);
-  t.strictSame(created.body, { id: created.body.id, email: 'alice@example.com', name: 'Alice', role: 'user', balance: 0, created_at: created.body.created_at }, 'email lowercased, name trimmed, role defaults to user');
+  t.strictSame(
+    created.body,
+    { id: created.body.id, email: 'alice@example.com', name: 'Alice', role: 'user', balance: 0, spend_limit: null, spend_period: null, spent_this_period: null, period_resets_at: null, created_at: created.body.created_at },
+    'email lowercased, name trimmed, role defaults to user',
+  );
   t.match(created.body.created_at, ISO);
   const alice = created.body;
 
@@ -584,6 +588,13 @@ t.test('keys of an account: api-keys and management-keys', async (t) => {
     cache: true,
     budget: 0,
     spent: 0,
+    models: [],
+    allowed_ips: [],
+    max_parallel: null,
+    tpm_limit: null,
+    budget_period: null,
+    spent_this_period: 0,
+    period_resets_at: null,
     status: 'active',
     expires_at: null,
     created_at: created.body.created_at,

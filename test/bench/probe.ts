@@ -1,4 +1,5 @@
 import { readFileSync, readdirSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { startSimulator, startFloor, startGatewayProc, CLK_TCK } from './procs.js';
 import { makeTarget, closedLoop, openLoop, specFor, median, WORKLOADS, type WorkloadId } from './load.js';
 
@@ -16,11 +17,40 @@ import { makeTarget, closedLoop, openLoop, specFor, median, WORKLOADS, type Work
  * REDIS=1 configures both daemons with Redis (redis://127.0.0.1:6379, a key prefix each).
  * DEPLOYMENTS=3 gives the gateway (not the base) three weighted deployments of openai/gpt-4o-mini
  *   (procs.ts): with BASE=. (this checkout) it measures what routing over several costs.
+ * ALERTS=hang configures the gateway (not the base) with alerts to a webhook that accepts and
+ *   never answers, and balance_low_inr above every wallet, so every call is watched and alerts
+ *   wait on the webhook: with BASE=. it measures what a dead webhook costs the calls (issue 30).
+ * METRICS=off configures the gateway (not the base) with metrics.enabled: false; with BASE=. the
+ *   ratio gateway/base is metrics off over on (issue 31: on costs at most 3%).
+ * TRACES=on configures the gateway (not the base) with OpenTelemetry traces at 100% sampling to
+ *   a collector that answers every export at once (TRACES_PROTOCOL=http/json for OTLP JSON); with
+ *   BASE=. the ratio gateway/base is traces on over off (issue 31: at most +10%).
  * GW_NODE_ARGS adds Node flags to the floor and the gateway (not the base), e.g. `--require
  *   ./test/bench/diag/alloc-profile.cjs` or `./test/bench/diag/stall-probe.cjs` (see test/bench/diag/).
  *
  *   node --import tsx test/bench/probe.ts          (after npm run build)
  */
+
+/** An OTLP collector that reads each export and answers 200 at once (TRACES=on); counts the bytes it took. */
+async function listenCollector(): Promise<{ url: string; bytes: () => number }> {
+  const { createServer: createHttp } = await import('node:http');
+  let bytes = 0;
+  const server = createHttp((req, res) => {
+    req.on('data', (chunk: Buffer) => (bytes += chunk.length));
+    req.on('end', () => res.writeHead(200, { 'content-type': req.headers['content-type'] ?? 'application/json' }).end());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  server.unref();
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/traces`, bytes: () => bytes };
+}
+
+/** A webhook that takes connections and never answers (ALERTS=hang). */
+async function listenHanging(): Promise<string> {
+  const server = createServer(() => undefined);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  server.unref();
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+}
 
 function threads(pid: number): Map<string, number> {
   const out = new Map<string, number>();
@@ -45,7 +75,14 @@ const rounds = Number(process.env.ROUNDS ?? 5);
 const sim = await startSimulator();
 const floorP = await startFloor(sim.url, sim.key, process.env.PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof-floor'] : process.env.GW_NODE_ARGS ? process.env.GW_NODE_ARGS.split(' ') : []);
 const redisFor = (name: string) => (process.env.REDIS ? { redis: { url: 'redis://127.0.0.1:6379', keyPrefix: `probe-${name}-${process.pid}:` } } : {});
-const gw = await startGatewayProc({ name: 'gateway', simUrl: sim.url, simKey: sim.key, keys: 16, ...(process.env.DEPLOYMENTS ? { deployments: Number(process.env.DEPLOYMENTS) } : {}), ...redisFor('gateway'), ...(process.env.PROF ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] } : process.env.GW_NODE_ARGS ? { nodeArgs: process.env.GW_NODE_ARGS.split(' ') } : {}) });
+const hangingWebhook = process.env.ALERTS === 'hang' ? await listenHanging() : undefined;
+const alerts = hangingWebhook ? { alerts: { webhook_url: hangingWebhook, webhook_secret: 'bench-secret', balance_low_inr: 1_000_000_000 } } : {};
+const collector = process.env.TRACES === 'on' ? await listenCollector() : undefined;
+const extra: Record<string, unknown> = {
+  ...(process.env.METRICS === 'off' ? { metrics: { enabled: false } } : {}),
+  ...(collector ? { telemetry: { enabled: true, endpoint: collector.url, protocol: process.env.TRACES_PROTOCOL ?? 'http/protobuf', sample_ratio: 1 } } : {}),
+};
+const gw = await startGatewayProc({ name: 'gateway', simUrl: sim.url, simKey: sim.key, keys: 16, ...alerts, extra, ...(process.env.DEPLOYMENTS ? { deployments: Number(process.env.DEPLOYMENTS) } : {}), ...redisFor('gateway'), ...(process.env.PROF ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] } : process.env.GW_NODE_ARGS ? { nodeArgs: process.env.GW_NODE_ARGS.split(' ') } : {}) });
 // BASE_BATCH_WINDOW: the base daemon's billing batch window (A/B of a setting: BASE may be this checkout).
 if (process.env.BASE_BATCH_WINDOW) process.env.BENCH_BATCH_WINDOW = process.env.BASE_BATCH_WINDOW;
 const base = process.env.BASE ? await startGatewayProc({ name: 'base', simUrl: sim.url, simKey: sim.key, keys: 16, root: process.env.BASE, ...redisFor('base') }) : undefined;
@@ -75,6 +112,7 @@ for (let r = 0; r < rounds; r++) {
 }
 console.log(`median: floor ${median(per.floor ?? []).toFixed(0)} µs, gateway ${median(per.gateway ?? []).toFixed(0)} µs, ratio ${median(ratios).toFixed(2)}`);
 if (base) console.log(`base (${process.env.BASE}): ${median(per.base ?? []).toFixed(0)} µs, ratio ${median(baseRatios).toFixed(2)}; gateway ÷ base per round, median ${median(per.gateway?.map((g, i) => g / (per.base?.[i] ?? g)) ?? []).toFixed(3)}`);
+if (collector) console.log(`the collector took ${(collector.bytes() / 1024).toFixed(0)} KiB of spans`);
 const procs = [sim, floorP, gw, ...(base ? [base] : [])];
 for (const p of procs) p.child.kill('SIGTERM');
 await Promise.all(procs.map((p) => new Promise((r) => p.child.once('exit', r))));

@@ -244,6 +244,10 @@ export interface GatewayOptions {
   deployments?: number;
   /** Another checkout to run the daemon from (built, with node_modules), for A/B runs. */
   root?: string;
+  /** The `alerts:` section of the config (issue 30), e.g. a webhook that never answers. */
+  alerts?: Record<string, unknown>;
+  /** Extra top-level config sections (metrics:, telemetry:), over the defaults. */
+  extra?: Record<string, unknown>;
 }
 
 export interface GatewayProc extends Proc {
@@ -282,6 +286,8 @@ export async function startGatewayProc(options: GatewayOptions): Promise<Gateway
   };
   if (options.redis) config.redis = { url: options.redis.url, key_prefix: options.redis.keyPrefix };
   if (options.cache) config.cache = options.cache;
+  if (options.alerts) config.alerts = options.alerts;
+  if (options.extra) Object.assign(config, options.extra);
   if (options.deployments && options.deployments > 1) {
     const providers = config.providers as Record<string, unknown>;
     const deployments = [];

@@ -230,6 +230,8 @@ export interface BenchResult {
   cliStart?: CliStartResult;
   /** The dashboard's paths through the plain gateway (absent with --only). */
   dashboard?: DashboardPathResult[];
+  /** Metrics off and traces on against the default daemon, by interleaved A/B (telemetry-ab.ts). */
+  telemetry?: { variant: string; rounds: number[]; median: number; baseUs: number }[];
 }
 
 /** µs, nearest rank. */

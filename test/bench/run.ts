@@ -14,6 +14,7 @@ import { slowStreams, type SlowStreamsResult } from './streams.js';
 import { cliStart } from './cli-start.js';
 import { dashboardPaths, type DashboardPathResult } from './dashboard.js';
 import { redisReachable } from '../support/redis.js';
+import { telemetryAb, telemetryChecks, type AbResult } from './telemetry-ab.js';
 
 /**
  * The benchmark (issue 5): the gateway against a bare pass-through floor and the simulator
@@ -40,6 +41,9 @@ import { redisReachable } from '../support/redis.js';
  * --portkey adds Portkey's open-source gateway (@portkey-ai/gateway, the version the independent
  * benchmark of issue 17 ran; installed into bench-results/.portkey from the npm registry on first
  * use) to the chat JSON workload, pointed at the simulator (its streams fail on Node 20).
+ * Metrics and traces (issue 31): a full run (not --only, not --profile) ends with two interleaved
+ * A/B probes of this checkout's daemon against itself (test/bench/telemetry-ab.ts): metrics off,
+ * and traces on at 100% sampling, each against the default (metrics on, traces off).
  * --profile runs the gateway under --cpu-prof and prints its top self-time functions (its CPU
  * numbers are then inflated; results go to bench-results/profile-*.json, not latest.json).
  */
@@ -391,6 +395,16 @@ async function main(): Promise<void> {
     say(`cache lookup phase took ${((performance.now() - started) / 1000).toFixed(0)} s`);
   }
 
+  // Metrics and traces by interleaved A/B (probe.ts), also with the machine to itself.
+  let telemetry: AbResult[] | undefined;
+  if (!only && !args.profile) {
+    try {
+      telemetry = await telemetryAb(args.quick ? 4 : 8, say);
+    } catch (error) {
+      say(`telemetry A/B failed: ${(error as Error).message}`);
+    }
+  }
+
   let profile;
   if (args.profile) {
     // CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile: the plain gateway's main thread (0).
@@ -410,7 +424,7 @@ async function main(): Promise<void> {
     gatewayEntry,
     plan,
     ...partial,
-    checks: evaluate(partial, gateways.map((g) => g.name)),
+    checks: [...evaluate(partial, gateways.map((g) => g.name)), ...(telemetry ? telemetryChecks(telemetry) : [])],
     caveats: [
       `harness, simulator, floor and gateway${args.redis || args.postgres ? `s (and ${[...(args.redis ? ['Redis'] : []), ...(args.postgres ? ['PostgreSQL'] : [])].join(', ')})` : ''} share the same ${machineInfo().cores} cores: "max req/s" is what the whole loop reaches, not the target alone; CPU µs/req is the target process alone (utime+stime from /proc, ${1000 / CLK_TCK} ms ticks).`,
       'the gateway logs one JSON access line per request (level info, to a file); the floor logs nothing, checks no key and writes no usage.',
@@ -424,6 +438,7 @@ async function main(): Promise<void> {
     ],
     ...(profile ? { profile } : {}),
     ...(cacheLookup ? { cacheLookup } : {}),
+    ...(telemetry ? { telemetry } : {}),
     ...(cacheLookupError ? { cacheLookupError } : {}),
   };
   if (args.postgres) {

@@ -250,8 +250,8 @@ t.test('admin commands against a running daemon', async (t) => {
     runCli(['accounts', 'create', '--email', email, '--name', 'Again', ...admin, '--json']),
   ]);
   ok(t, listHuman, 'accounts list with GATEWAY_URL and GATEWAY_ADMIN_KEY');
-  t.match(listHuman.stdout, /^ID\s+EMAIL\s+NAME\s+ROLE\s+BALANCE\s+CREATED\s*$/m, 'accounts list: table headers');
-  t.match(listHuman.stdout, new RegExp(`^acc_\\S+\\s+${gw.adminEmail.replace('.', '\\.')}\\s+Admin\\s+admin\\s+₹0\\.00\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\dZ\\s*$`, 'm'), 'the admin row');
+  t.match(listHuman.stdout, /^ID\s+EMAIL\s+NAME\s+ROLE\s+BALANCE\s+SPEND LIMIT\s+CREATED\s*$/m, 'accounts list: table headers');
+  t.match(listHuman.stdout, new RegExp(`^acc_\\S+\\s+${gw.adminEmail.replace('.', '\\.')}\\s+Admin\\s+admin\\s+₹0\\.00\\s+-\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\dZ\\s*$`, 'm'), 'the admin row');
   t.match(listHuman.stdout, new RegExp(`^${userId}\\s+u@example\\.com\\s+U\\s+user\\s+₹0\\.00`, 'm'), 'the user row');
   t.notMatch(listHuman.stdout, ANSI, 'no colour codes when stdout is not a TTY');
   ok(t, listJson, 'accounts list --json');
@@ -262,7 +262,7 @@ t.test('admin commands against a running daemon', async (t) => {
     [gw.adminEmail, email].sort(),
     'accounts list --json: both accounts',
   );
-  for (const account of accounts.data) t.same(Object.keys(account).sort(), ['balance', 'created_at', 'email', 'id', 'name', 'role'], 'account shape');
+  for (const account of accounts.data) t.same(Object.keys(account).sort(), ['balance', 'created_at', 'email', 'id', 'name', 'period_resets_at', 'role', 'spend_limit', 'spend_period', 'spent_this_period'], 'account shape');
   failure(t, duplicate, /u@example\.com/, 'accounts create with a taken email');
   jsonError(t, duplicate, /u@example\.com/, 'accounts create with a taken email, --json', 409, 'email_taken');
   t.match(doc(duplicate).error, { type: 'conflict_error', param: 'email' }, 'the daemon\'s type and param');
@@ -316,13 +316,26 @@ t.test('admin commands against a running daemon', async (t) => {
 
   // keys create (--json and human) -----------------------------------------------------------------
   const [keyJson, keyHuman] = await Promise.all([
-    runCli(['keys', 'create', '--email', email, '--name', 'app', '--rate-limit', '60', '--budget', '25', '--expires-at', '2030-01-01', ...admin, '--json']),
+    runCli(['keys', 'create', '--email', email, '--name', 'app', '--rate-limit', '60', '--budget', '25', '--expires-at', '2030-01-01', '--models', 'openai/gpt-4o-mini, anthropic/*', '--allowed-ips', '127.0.0.1,::1', '--max-parallel', '4', '--tpm', '20000', '--budget-period', 'monthly', ...admin, '--json']),
     runCli(['keys', 'create', '--email', email, '--name', 'human', ...admin]),
   ]);
   ok(t, keyJson, 'keys create --json');
   const key = doc(keyJson);
   t.match(key.api_key, /^sk-[0-9a-f]{64}$/, 'the full sk- key, once');
   t.match(key, { object: 'api_key', account_id: userId, name: 'app', rate_limit: 60, budget: 25, spent: 0, status: 'active', expires_at: '2030-01-01T00:00:00.000Z', revoked_at: null });
+  t.same([key.models, key.allowed_ips], [['openai/gpt-4o-mini', 'anthropic/*'], ['127.0.0.1', '::1']], '--models and --allowed-ips, comma-separated');
+  t.match(key, { max_parallel: 4, tpm_limit: 20000, budget_period: 'monthly', spent_this_period: 0 }, '--max-parallel, --tpm, --budget-period');
+  t.match(key.period_resets_at, /^\d{4}-\d\d-\d\dT18:30:00\.000Z$/, 'a monthly budget renews at midnight IST');
+  const limited = await runCli(['accounts', 'update', email, '--spend-limit', '500', '--spend-period', 'weekly', ...admin, '--json']);
+  ok(t, limited, 'accounts update --spend-limit --spend-period');
+  t.match(doc(limited), { email, spend_limit: 500, spend_period: 'weekly', spent_this_period: 0 });
+  const limitedHuman = await runCli(['accounts', 'update', email, '--spend-limit', '0', ...admin]);
+  ok(t, limitedHuman, 'accounts update (human)');
+  t.match(limitedHuman.stdout, /updated/);
+  t.equal((await gw.http('GET', `/api/management/accounts/${userId}`, { token: gw.adminKey })).body.spend_limit, null, '--spend-limit 0 removes it');
+  const badPeriod = await runCli(['accounts', 'update', email, '--spend-period', 'yearly', ...admin]);
+  t.not(badPeriod.code, 0, 'a bad period fails');
+  t.match(badPeriod.stderr, /spend_period/, 'naming the field');
   t.match(key.id, /^key_/);
   const secret = key.api_key as string;
   const masked = `sk-${secret.slice(3, 7)}…${secret.slice(-4)}`;
@@ -338,6 +351,8 @@ t.test('admin commands against a running daemon', async (t) => {
   t.match(keyHuman.stdout, /rate limit\s+10000 requests\/minute/, 'default rate limit');
   t.match(keyHuman.stdout, /budget\s+unlimited/, 'no budget = unlimited');
   t.match(keyHuman.stdout, /expires\s+never/);
+  t.match(keyHuman.stdout, /models\s+all/, 'no models list: all');
+  t.match(keyHuman.stdout, /allowed ips\s+anywhere/);
   t.equal((await gw.http('GET', '/v1/credits', { token: humanSecret })).status, 200, 'the key shown by the human output works');
   const humanMasked = `sk-${humanSecret.slice(3, 7)}…${humanSecret.slice(-4)}`;
 
@@ -345,7 +360,7 @@ t.test('admin commands against a running daemon', async (t) => {
   const [keysHuman, keysJson] = await Promise.all([runCli(['keys', 'list', '--email', email, ...admin]), runCli(['keys', 'list', '--email', email, ...admin, '--json'])]);
   ok(t, keysHuman, 'keys list');
   t.match(keysHuman.stdout, /^ID\s+NAME\s+KEY\s+RPM\s+BUDGET\s+SPENT\s+STATUS\s+EXPIRES\s+LAST USED\s*$/m, 'keys list headers');
-  t.match(keysHuman.stdout, new RegExp(`^${key.id}\\s+app\\s+${masked}\\s+60\\s+₹25\\.00\\s+₹0\\.00\\s+active\\s+2030-01-01 00:00:00Z`, 'm'), 'the app key row');
+  t.match(keysHuman.stdout, new RegExp(`^${key.id}\\s+app\\s+${masked}\\s+60\\s+₹25\\.00/monthly\\s+₹0\\.00\\s+active\\s+2030-01-01 00:00:00Z`, 'm'), 'the app key row');
   t.match(keysHuman.stdout, humanMasked, 'the second key, masked');
   t.notMatch(keysHuman.stdout, secret, 'keys list never shows the full key');
   t.notMatch(keysHuman.stdout, humanSecret, 'keys list never shows the full key (2)');

@@ -13,7 +13,7 @@ t.test('built-in defaults', async (t) => {
   t.equal(config.redis, undefined, 'no Redis unless configured');
   t.equal(config.auth.jwtSecret, undefined, 'secret generated later when not configured');
   t.equal(config.auth.sessionTtlSeconds, 7 * 86400);
-  t.same(Object.keys(config.providers).sort(), ['anthropic', 'deepgram', 'deepseek', 'gemini', 'groq', 'mistral', 'openai']);
+  t.same(Object.keys(config.providers).sort(), ['anthropic', 'bedrock', 'deepgram', 'deepseek', 'gemini', 'groq', 'mistral', 'openai', 'vertex']);
   t.equal(config.providers.anthropic?.anthropicVersion, '2023-06-01');
   t.same(config.providers.openai?.timeouts, { connectMs: 10_000, firstByteMs: 120_000, idleMs: 60_000 });
   t.ok(Object.isFrozen(config) && Object.isFrozen(config.server) && Object.isFrozen(config.models[0]), 'the config is frozen');

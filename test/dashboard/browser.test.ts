@@ -154,6 +154,7 @@ t.test('the dashboard in Chromium', { skip, timeout: 120_000 }, async (t) => {
     await page.getByRole('button', { name: 'Create account' }).click();
     await waitForText(page.getByRole('status').filter({ hasText: 'Created' }), 'Created ravi@example.com.');
     await waitForText(page.locator('tr[data-account-email="ravi@example.com"]'), '₹0.00');
+    await waitForText(page.locator('section[aria-labelledby="alerts-heading"]'), 'Recent alerts');
     await capture(t, page, 'admin');
     await context.close();
   });
@@ -307,6 +308,48 @@ t.test('the dashboard in Chromium', { skip, timeout: 120_000 }, async (t) => {
     await waitForText(row, '50/min');
     t.match(await row.textContent(), /no limit/, 'a budget of 0 is unlimited');
 
+    // Governance: the models the key may call and where from, each entry checked by the server.
+    await page.getByRole('button', { name: 'Edit chat app (prod)' }).click();
+    const governed = page.getByRole('dialog');
+    await governed.getByLabel('Models').fill('openai/gpt-4o-mini, gpt-9000');
+    await governed.getByRole('button', { name: 'Save changes' }).click();
+    await waitForText(governed.locator('.field-error'), "models[1]: 'gpt-9000' is not a catalog model id, alias or short name");
+    await governed.getByLabel('Models').fill('anthropic/*');
+    await governed.getByLabel('Allowed IP addresses').fill('127.0.0.0/8, ::1');
+    await governed.getByRole('button', { name: 'Save changes' }).click();
+    await waitForText(page.getByRole('status'), 'Saved “chat app (prod)”.');
+    await waitForText(row.locator('[data-key-restrictions]'), 'models: anthropic/* · from 127.0.0.0/8, ::1');
+    const refused = await chat(user.key as string);
+    t.equal(refused.status, 403, `${MODEL} is now outside the key's models`);
+    t.match(refused.body.error?.message, /may not call/);
+
+    // Limits: calls at once, tokens per minute, a budget that renews monthly.
+    await page.getByRole('button', { name: 'Edit chat app (prod)' }).click();
+    const limits = page.getByRole('dialog');
+    await limits.getByLabel('Calls at once').fill('0');
+    await limits.getByRole('button', { name: 'Save changes' }).click();
+    await waitForText(limits.locator('.field-error'), 'Enter a whole number of calls, 1 to 10,000');
+    await limits.getByLabel('Calls at once').fill('3');
+    await limits.getByLabel('Tokens per minute').fill('20000');
+    await limits.getByLabel('Budget (₹)').fill('500');
+    await limits.getByLabel('Budget renews').fill('fortnightly');
+    await limits.getByRole('button', { name: 'Save changes' }).click();
+    await waitForText(limits.locator('.field-error'), 'budget_period: must be daily, weekly, monthly or a duration');
+    await limits.getByLabel('Budget renews').fill('monthly');
+    await limits.getByRole('button', { name: 'Save changes' }).click();
+    await waitForText(page.getByRole('status'), 'Saved “chat app (prod)”.');
+    await waitForText(row.locator('[data-key-restrictions]'), '3 at once · 20,000 tokens/min');
+    await waitForText(row.locator('[data-key-period]'), 'monthly · renews');
+    const saved = (await gw.http('GET', '/api/management/api-keys/' + (user.keyId as string), { token: gw.adminKey })).body;
+    t.match(saved, { max_parallel: 3, tpm_limit: 20000, budget: 500, budget_period: 'monthly' }, 'the form saved every limit');
+    await page.getByRole('button', { name: 'Edit chat app (prod)' }).click();
+    const clearing = page.getByRole('dialog');
+    t.equal(await clearing.getByLabel('Calls at once').inputValue(), '3', 'the edit dialog shows the limits');
+    await clearing.getByLabel('Calls at once').fill('');
+    await clearing.getByRole('button', { name: 'Save changes' }).click();
+    await waitForText(page.getByRole('status'), 'Saved “chat app (prod)”.');
+    t.equal((await gw.http('GET', '/api/management/api-keys/' + (user.keyId as string), { token: gw.adminKey })).body.max_parallel, null, 'emptied: no limit');
+
     await page.getByRole('button', { name: 'Revoke chat app (prod)' }).click();
     const confirm = page.getByRole('dialog');
     await waitForText(confirm, 'cannot be undone');
@@ -340,8 +383,8 @@ t.test('the dashboard in Chromium', { skip, timeout: 120_000 }, async (t) => {
     await page.goto('/models');
     await page.getByLabel('Search').fill('haiku 4.5');
     await waitForText(page.locator('.models-table tbody'), 'anthropic/claude-haiku-4-5');
-    t.equal(await page.locator('.models-table tbody tr').count(), 1, 'the search narrows the catalog');
-    await page.getByRole('button', { name: 'Price a call of Claude Haiku 4.5' }).click();
+    t.equal(await page.locator('.models-table tbody tr').count(), 3, 'the search narrows the catalog to Claude Haiku 4.5: Anthropic\'s, on Bedrock and on Vertex');
+    await page.getByRole('button', { name: 'Price a call of Claude Haiku 4.5', exact: true }).click();
     const calculator = page.locator('.calculator');
     await calculator.getByLabel('Input tokens').fill('1000000');
     await calculator.getByLabel('Of which cached').fill('0');
@@ -365,6 +408,15 @@ t.test('the dashboard in Chromium', { skip, timeout: 120_000 }, async (t) => {
     await waitForText(page.locator('section').filter({ hasText: 'API keys' }), 'chat app (prod)');
     await waitForText(page.locator('.usage-table'), MODEL);
     t.equal(await page.locator('.usage-table tbody tr').count(), 2, 'the account\'s two calls');
+    // The account's spend limit, set from its page.
+    await page.locator('[data-spend-limit]').getByRole('button', { name: 'Change' }).click();
+    const limit = page.getByRole('dialog');
+    await limit.getByLabel('Limit (₹)').fill('2500');
+    await limit.getByLabel('Per').fill('weekly');
+    await limit.getByRole('button', { name: 'Save' }).click();
+    await waitForText(page.locator('[data-spend-limit]'), '₹2,500.00');
+    await waitForText(page.locator('[data-spend-limit]'), 'spent this week');
+    t.match((await gw.http('GET', `/api/management/accounts/${user.accountId as string}`, { token: gw.adminKey })).body, { spend_limit: 2500, spend_period: 'weekly' });
     await capture(t, page, 'admin-account');
     await context.close();
   });

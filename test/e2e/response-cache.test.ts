@@ -708,3 +708,11 @@ t.test('gateway keys create --no-cache and keys update --cache on|off', async (t
   const listed = await gw.http('GET', `/api/management/api-keys/${key.id}`, { token: gw.adminKey });
   t.equal(listed.body.cache, false);
 });
+
+t.test("a key kept to a chat model still gets the semantic lookup (the gateway's embedding call is not the key's)", async (t) => {
+  const funded = await fundedKey(gw, { balance: 10, key: { models: ['openai/gpt-4o-mini'] } });
+  const before = embeddingCalls();
+  const res = await openai(funded).chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'A question only this key asks, about tides and the moon.' }] }).withResponse();
+  t.equal(res.response.headers.get('x-gateway-cache'), 'miss');
+  t.equal(embeddingCalls(), before + 1, 'the prompt was embedded, with an embedding model outside the key\'s list');
+});

@@ -42,6 +42,7 @@ t.test('MCP over Streamable HTTP: initialize, list tools, read-only tools, refus
     'revoke_api_key',
     'revoke_management_key',
     'top_up_wallet',
+    'update_account',
     'update_api_key',
     'whoami',
   ]);
@@ -100,6 +101,24 @@ t.test('MCP over Streamable HTTP: initialize, list tools, read-only tools, refus
   t.equal(badUpdate.isError, true);
   t.match(JSON.stringify(badUpdate.content), /rate_limit/, 'the error names the field');
   t.match((await client.callTool({ name: 'update_api_key', arguments: { key_id: keyId, budget: 50 } })).structuredContent, { key: { budget: 50 } });
+  t.match(
+    (await client.callTool({ name: 'update_api_key', arguments: { key_id: keyId, max_parallel: 3, tpm_limit: 9000, budget_period: 'weekly' } })).structuredContent,
+    { key: { max_parallel: 3, tpm_limit: 9000, budget_period: 'weekly' } },
+    'max_parallel, tpm_limit and budget_period over MCP',
+  );
+  const owner = ((await client.callTool({ name: 'update_api_key', arguments: { key_id: keyId, max_parallel: null } })).structuredContent as { key: { account_id: string; max_parallel: unknown } }).key;
+  t.equal(owner.max_parallel, null, 'null clears');
+  t.match((await client.callTool({ name: 'update_account', arguments: { account_id: owner.account_id, spend_limit: 1000, spend_period: 'monthly' } })).structuredContent, { account: { spend_limit: 1000, spend_period: 'monthly' } }, 'update_account sets a spend limit');
+  const badAccount = await client.callTool({ name: 'update_account', arguments: { account_id: owner.account_id, spend_period: 'sometimes' } });
+  t.equal(badAccount.isError, true);
+  t.match(JSON.stringify(badAccount.content), /spend_period/, 'the error names the field');
+  t.match((await client.callTool({ name: 'update_api_key', arguments: { key_id: keyId, models: ['anthropic/*'], allowed_ips: ['127.0.0.0/8'] } })).structuredContent, { key: { models: ['anthropic/*'], allowed_ips: ['127.0.0.0/8'] } }, 'models and allowed_ips over MCP');
+  const outside = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }) });
+  t.equal(outside.status, 403, 'a model outside the list is refused');
+  await outside.json();
+  const badList = await client.callTool({ name: 'update_api_key', arguments: { key_id: keyId, allowed_ips: ['nowhere'] } });
+  t.equal(badList.isError, true);
+  t.match(JSON.stringify(badList.content), /allowed_ips\[0\]/, 'the error names the entry');
   t.match((await client.callTool({ name: 'revoke_api_key', arguments: { key_id: keyId } })).structuredContent, { key: { status: 'revoked' } });
   t.equal((await fetch(`${gw.url}/v1/credits`, { headers: { authorization: `Bearer ${secret}` } })).status, 401, 'revoked');
   const ledger = await client.callTool({ name: 'list_ledger', arguments: { account_id: 'mcp@example.com' } });

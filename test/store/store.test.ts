@@ -5,6 +5,7 @@ import t from 'tap';
 import { MIGRATIONS } from '../../src/store/migrations.js';
 import { migrate, MigrationError, openDatabase, schemaVersion } from '../../src/store/db.js';
 import { SqliteStore as Store } from '../../src/store/store.js';
+import type { Funds } from '../../src/store/types.js';
 import { tempDir } from '../support/gateway.js';
 
 const latest = MIGRATIONS.at(-1)?.version ?? 0;
@@ -17,6 +18,17 @@ function seedAccount(store: Store, id = 'acc_1', email = 'a@example.com') {
 function seedKey(store: Store, id: string, accountId: string, budgetMicros?: number) {
   const keyHash = createHash('sha256').update(id).digest('hex');
   return store.apiKeys.insert({ id, accountId, name: id, keyHash, maskedKey: 'sk-…', ...(budgetMicros === undefined ? {} : { budgetMicros }), expiresAt: null, now: 1 });
+}
+
+
+/** core() and the account's lifetime spend (charges add to it, in the cache too). */
+function withSpend(funds: Funds | undefined) {
+  return funds && { ...core(funds), accountSpent: funds.account.spentMicros };
+}
+
+/** The wallet and key budget of a funds read (the period fields are the periods tests'). */
+function core(funds: Funds | undefined) {
+  return funds && { balanceMicros: funds.balanceMicros, key: funds.key && { budgetMicros: funds.key.budgetMicros, spentMicros: funds.key.spentMicros } };
 }
 
 t.test('a fresh file gets every migration, WAL and foreign keys', async (t) => {
@@ -136,9 +148,9 @@ t.test('funds: balance and key budget in one read; only the account\'s own key c
   seedKey(store, 'key_2', 'acc_2');
   store.ledger.credit('topup', { accountId: 'acc_1', amountMicros: 9_000_000, now: 2 });
   store.ledger.charge({ accountId: 'acc_1', amountMicros: 1_500_000, requestId: 'req_a', apiKeyId: 'key_1', now: 3 });
-  t.same(store.funds('acc_1', 'key_1'), { balanceMicros: 7_500_000, key: { budgetMicros: 5_000_000, spentMicros: 1_500_000 } });
-  t.same(store.funds('acc_2', 'key_2'), { balanceMicros: 0, key: { budgetMicros: null, spentMicros: 0 } }, 'no budget reads as null');
-  t.same(store.funds('acc_1', 'key_2'), { balanceMicros: 7_500_000, key: undefined }, 'another account\'s key is not read');
+  t.same(core(store.funds('acc_1', 'key_1')), { balanceMicros: 7_500_000, key: { budgetMicros: 5_000_000, spentMicros: 1_500_000 } });
+  t.same(core(store.funds('acc_2', 'key_2')), { balanceMicros: 0, key: { budgetMicros: null, spentMicros: 0 } }, 'no budget reads as null');
+  t.same(core(store.funds('acc_1', 'key_2')), { balanceMicros: 7_500_000, key: undefined }, 'another account\'s key is not read');
   t.equal(store.funds('acc_nope', 'key_1'), undefined, 'an unknown account has no funds');
 });
 
@@ -150,10 +162,10 @@ t.test('funds cache: reads once, takes batch charges in place, and starts over a
   seedKey(store, 'key_1', 'acc_1', 5_000_000);
   store.ledger.credit('topup', { accountId: 'acc_1', amountMicros: 9_000_000, now: 2 });
   const fromDb = () => {
-    const row = store.db.prepare('SELECT a.balance_micros AS b, k.budget_micros AS budget, k.spent_micros AS spent FROM accounts a JOIN api_keys k ON k.account_id = a.id WHERE a.id = ?').get('acc_1') as { b: number; budget: number | null; spent: number };
-    return { balanceMicros: row.b, key: { budgetMicros: row.budget, spentMicros: row.spent } };
+    const row = store.db.prepare('SELECT a.balance_micros AS b, a.spent_micros AS a_spent, k.budget_micros AS budget, k.spent_micros AS spent FROM accounts a JOIN api_keys k ON k.account_id = a.id WHERE a.id = ?').get('acc_1') as { b: number; a_spent: number; budget: number | null; spent: number };
+    return { balanceMicros: row.b, accountSpent: row.a_spent, key: { budgetMicros: row.budget, spentMicros: row.spent } };
   };
-  t.same(store.funds('acc_1', 'key_1'), { balanceMicros: 9_000_000, key: { budgetMicros: 5_000_000, spentMicros: 0 } });
+  t.same(core(store.funds('acc_1', 'key_1')), { balanceMicros: 9_000_000, key: { budgetMicros: 5_000_000, spentMicros: 0 } });
 
   // A settlement batch: the cache takes the charges (two on one key) without a read.
   const charges = [
@@ -161,33 +173,33 @@ t.test('funds cache: reads once, takes batch charges in place, and starts over a
     { accountId: 'acc_1', amountMicros: 250_000, requestId: 'req_2', apiKeyId: 'key_1', now: 3 },
   ];
   store.charge(charges, () => store.ledger.chargeManyInTransaction(charges));
-  t.same(store.funds('acc_1', 'key_1'), { balanceMicros: 7_750_000, key: { budgetMicros: 5_000_000, spentMicros: 1_250_000 } });
-  t.same(store.funds('acc_1', 'key_1'), fromDb(), 'the cache agrees with the database after a batch');
+  t.same(core(store.funds('acc_1', 'key_1')), { balanceMicros: 7_750_000, key: { budgetMicros: 5_000_000, spentMicros: 1_250_000 } });
+  t.same(withSpend(store.funds('acc_1', 'key_1')), fromDb(), 'the cache agrees with the database after a batch');
 
   // Other writes through this connection: a top-up, a budget change, a single charge.
   store.ledger.credit('topup', { accountId: 'acc_1', amountMicros: 1_000_000, now: 4 });
   t.equal(store.funds('acc_1', 'key_1')?.balanceMicros, 8_750_000, 'a top-up is seen');
   store.apiKeys.update('key_1', { budgetMicros: 2_000_000 });
-  t.same(store.funds('acc_1', 'key_1')?.key, { budgetMicros: 2_000_000, spentMicros: 1_250_000 }, 'a budget change is seen');
+  t.same(core(store.funds('acc_1', 'key_1'))?.key, { budgetMicros: 2_000_000, spentMicros: 1_250_000 }, 'a budget change is seen');
   store.ledger.charge({ accountId: 'acc_1', amountMicros: 500_000, requestId: 'req_3', apiKeyId: 'key_1', now: 5 });
-  t.same(store.funds('acc_1', 'key_1'), fromDb(), 'a charge outside a batch is seen');
+  t.same(withSpend(store.funds('acc_1', 'key_1')), fromDb(), 'a charge outside a batch is seen');
 
   // A batch after an unannounced write: the cache starts over rather than apply deltas to stale values.
   store.db.prepare('UPDATE accounts SET balance_micros = balance_micros - 1 WHERE id = ?').run('acc_1');
   const more = [{ accountId: 'acc_1', amountMicros: 100, requestId: 'req_4', apiKeyId: 'key_1', now: 6 }];
   store.charge(more, () => store.ledger.chargeManyInTransaction(more));
-  t.same(store.funds('acc_1', 'key_1'), fromDb(), 'right after a batch that followed another write');
+  t.same(withSpend(store.funds('acc_1', 'key_1')), fromDb(), 'right after a batch that followed another write');
 
   // A batch that fails changes nothing in the cache's view.
   const failing = [{ accountId: 'acc_1', amountMicros: 100, requestId: 'req_4', apiKeyId: 'key_1', now: 7 }];
   t.throws(() => store.charge(failing, () => store.ledger.chargeManyInTransaction(failing)), { code: 'SQLITE_CONSTRAINT_UNIQUE' });
-  t.same(store.funds('acc_1', 'key_1'), fromDb(), 'a rolled-back batch is not taken');
+  t.same(withSpend(store.funds('acc_1', 'key_1')), fromDb(), 'a rolled-back batch is not taken');
 
   // Another account's key is not this account's, cached or not.
   seedAccount(store, 'acc_2', 'b@example.com');
-  t.same(store.funds('acc_2', 'key_1'), { balanceMicros: 0, key: undefined });
-  t.same(store.funds('acc_2', 'key_1'), { balanceMicros: 0, key: undefined }, 'the same from the cache');
-  t.same(store.funds('acc_1', 'key_1'), fromDb());
+  t.same(core(store.funds('acc_2', 'key_1')), { balanceMicros: 0, key: undefined });
+  t.same(core(store.funds('acc_2', 'key_1')), { balanceMicros: 0, key: undefined }, 'the same from the cache');
+  t.same(withSpend(store.funds('acc_1', 'key_1')), fromDb());
 });
 
 t.test('funds cache with shared writers: another daemon\'s commits on the same file are seen', async (t) => {
@@ -204,7 +216,7 @@ t.test('funds cache with shared writers: another daemon\'s commits on the same f
   seedAccount(theirs);
   seedKey(theirs, 'key_1', 'acc_1', 5_000_000);
   theirs.ledger.credit('topup', { accountId: 'acc_1', amountMicros: 9_000_000, now: 2 });
-  t.same(mine.funds('acc_1', 'key_1'), { balanceMicros: 9_000_000, key: { budgetMicros: 5_000_000, spentMicros: 0 } });
+  t.same(core(mine.funds('acc_1', 'key_1')), { balanceMicros: 9_000_000, key: { budgetMicros: 5_000_000, spentMicros: 0 } });
   // Count the funds query's reads (the cache is used: not one per call).
   const stmt = (mine as unknown as { fundsStmt: { get: (...args: unknown[]) => unknown } }).fundsStmt;
   const get = stmt.get.bind(stmt);
@@ -218,22 +230,22 @@ t.test('funds cache with shared writers: another daemon\'s commits on the same f
   // Cached: an own batch is taken in place.
   const own = [{ accountId: 'acc_1', amountMicros: 1_000_000, requestId: 'req_1', apiKeyId: 'key_1', now: 3 }];
   mine.charge(own, () => mine.ledger.chargeManyInTransaction(own));
-  t.same(mine.funds('acc_1', 'key_1'), { balanceMicros: 8_000_000, key: { budgetMicros: 5_000_000, spentMicros: 1_000_000 } }, 'own batch');
+  t.same(core(mine.funds('acc_1', 'key_1')), { balanceMicros: 8_000_000, key: { budgetMicros: 5_000_000, spentMicros: 1_000_000 } }, 'own batch');
   t.equal(reads, 0, 'own batch taken without a read');
   // The other daemon charges, tops up and changes the budget: each is seen at the next read.
   const other = [{ accountId: 'acc_1', amountMicros: 250_000, requestId: 'req_2', apiKeyId: 'key_1', now: 4 }];
   theirs.charge(other, () => theirs.ledger.chargeManyInTransaction(other));
-  t.same(mine.funds('acc_1', 'key_1'), { balanceMicros: 7_750_000, key: { budgetMicros: 5_000_000, spentMicros: 1_250_000 } }, "the other daemon's charge");
+  t.same(core(mine.funds('acc_1', 'key_1')), { balanceMicros: 7_750_000, key: { budgetMicros: 5_000_000, spentMicros: 1_250_000 } }, "the other daemon's charge");
   t.equal(reads, 1, 'read again after their commit');
   theirs.ledger.credit('topup', { accountId: 'acc_1', amountMicros: 1_000_000, now: 5 });
   t.equal(mine.funds('acc_1', 'key_1')?.balanceMicros, 8_750_000, "the other daemon's top-up");
   theirs.apiKeys.update('key_1', { budgetMicros: 2_000_000 });
-  t.same(mine.funds('acc_1', 'key_1')?.key, { budgetMicros: 2_000_000, spentMicros: 1_250_000 }, "the other daemon's budget change");
+  t.same(core(mine.funds('acc_1', 'key_1'))?.key, { budgetMicros: 2_000_000, spentMicros: 1_250_000 }, "the other daemon's budget change");
   // An own batch right after another daemon's commit: started over, not deltas on stale values.
   theirs.ledger.charge({ accountId: 'acc_1', amountMicros: 5, requestId: 'req_3', apiKeyId: 'key_1', now: 6 });
   const again = [{ accountId: 'acc_1', amountMicros: 100, requestId: 'req_4', apiKeyId: 'key_1', now: 7 }];
   mine.charge(again, () => mine.ledger.chargeManyInTransaction(again));
-  t.same(mine.funds('acc_1', 'key_1'), { balanceMicros: 8_749_895, key: { budgetMicros: 2_000_000, spentMicros: 1_250_105 } }, 'both charges');
+  t.same(core(mine.funds('acc_1', 'key_1')), { balanceMicros: 8_749_895, key: { budgetMicros: 2_000_000, spentMicros: 1_250_105 } }, 'both charges');
 });
 
 t.test('usage: filters by key without an index of their own', async (t) => {

@@ -7,7 +7,12 @@ import { buildConfig } from '../../src/config/load.js';
 import type { GatewayConfig } from '../../src/config/types.js';
 import { initializeFirstAdmin } from '../../src/core/management/init.js';
 import { startGateway, type RunningGateway } from '../../src/main.js';
+import { awsCredentials } from './simulator/bedrock.js';
+import { VERTEX_PROJECT, vertexKeyFile } from './simulator/vertex.js';
 import { TEST_BACKEND } from './store.js';
+
+/** The simulator's default AWS credentials (its SigV4 verifier's). */
+const SIM_AWS = awsCredentials();
 
 /**
  * Test helpers: a real daemon on port 0 with a temp SQLite file (or, with
@@ -133,6 +138,9 @@ export function simulatedProviders(simulatorUrl: string, key = 'sim-key'): Recor
     mistral: { type: 'openai', base_url: `${simulatorUrl}/v1`, api_key: key, timeouts: fast },
     deepseek: { type: 'openai', base_url: `${simulatorUrl}/v1`, api_key: key, timeouts: fast },
     deepgram: { type: 'deepgram', base_url: simulatorUrl, api_key: key, timeouts: fast },
+    // The clouds with the simulator's own credentials (SigV4 with its AWS keys; its Vertex test account).
+    bedrock: { type: 'bedrock', region: SIM_AWS.region, base_url: `${simulatorUrl}/bedrock`, access_key_id: SIM_AWS.accessKeyId, secret_access_key: SIM_AWS.secretAccessKey, timeouts: fast },
+    vertex: { type: 'vertex', project: VERTEX_PROJECT, region: 'global', base_url: `${simulatorUrl}/vertex`, credentials: JSON.stringify(vertexKeyFile(simulatorUrl)), timeouts: fast },
   };
 }
 

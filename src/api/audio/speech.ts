@@ -7,7 +7,7 @@ import { optionalEnum, optionalNumberIn, optionalString, requiredModel, requireO
 import { responseHeaders } from '../../http/respond.js';
 import type { Route } from '../../http/server.js';
 import type { Router } from '../../http/router.js';
-import { requireApiKey } from '../guards.js';
+import { requireCallingKey } from '../guards.js';
 import { resolveAliases } from '../aliases.js';
 import { callContext } from '../inference.js';
 
@@ -52,9 +52,9 @@ function drainedOrClosed(res: ServerResponse): Promise<void> {
 export function registerSpeechRoutes(router: Router<Route>, app: App): void {
   router.add('POST', '/v1/audio/speech', {
     handle: async (ctx) => {
-      const key = await requireApiKey(app, ctx);
+      const key = await requireCallingKey(app, ctx);
       const { draft, ignored } = decodeSpeech(await ctx.json());
-      const call = callContext(ctx, key, 'audio.speech');
+      const call = callContext(ctx, key, 'audio.speech', app.catalog);
       resolveAliases(app.catalog, 'speech', draft, call);
       const outcome = await app.media.speech(draft, call);
       addIgnoredParams(outcome.headers, ignored);

@@ -9,7 +9,7 @@ import { readMultipart, type MultipartForm } from '../../http/multipart.js';
 import { responseHeaders } from '../../http/respond.js';
 import type { RequestContext, Route } from '../../http/server.js';
 import type { Router } from '../../http/router.js';
-import { requireApiKey } from '../guards.js';
+import { requireCallingKey } from '../guards.js';
 import { resolveAliases } from '../aliases.js';
 import { callContext } from '../inference.js';
 
@@ -28,10 +28,10 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 export function registerTranscriptionRoutes(router: Router<Route>, app: App): void {
   router.add('POST', '/v1/audio/transcriptions', {
     handle: async (ctx) => {
-      const key = await requireApiKey(app, ctx);
+      const key = await requireCallingKey(app, ctx);
       const type = ctx.req.headers['content-type'] ?? '';
       const draft = type.toLowerCase().startsWith('multipart/form-data') ? await decodeForm(ctx) : decodeJson(await ctx.json());
-      const call = callContext(ctx, key, 'audio.transcriptions');
+      const call = callContext(ctx, key, 'audio.transcriptions', app.catalog);
       resolveAliases(app.catalog, 'transcription', draft, call);
       const outcome = await app.media.transcribe(draft, call);
       const { body, contentType } = encodeTranscription(outcome);

@@ -2,7 +2,7 @@ import { requestIdBody } from '../../core/ids.js';
 import type { App } from '../../app.js';
 import type { Route } from '../../http/server.js';
 import type { Router } from '../../http/router.js';
-import { requireApiKey } from '../guards.js';
+import { requireCallingKey } from '../guards.js';
 import { serveChatCall } from '../inference.js';
 import { decodeChatCompletion } from './decode.js';
 import { ChatChunkEncoder, encodeChatCompletion } from './encode.js';
@@ -11,7 +11,7 @@ import { ChatChunkEncoder, encodeChatCompletion } from './encode.js';
 export function registerChatRoutes(router: Router<Route>, app: App): void {
   router.add('POST', '/v1/chat/completions', {
     handle: async (ctx) => {
-      const key = await requireApiKey(app, ctx);
+      const key = await requireCallingKey(app, ctx);
       const { draft, includeUsage } = decodeChatCompletion(await ctx.json());
       const id = `chatcmpl-${requestIdBody(ctx.requestId)}`;
       const created = Math.floor(Date.now() / 1000);

@@ -2,7 +2,7 @@ import type { App } from '../../app.js';
 import { addIgnoredParams } from '../../core/gateway/media.js';
 import type { Route } from '../../http/server.js';
 import type { Router } from '../../http/router.js';
-import { requireApiKey } from '../guards.js';
+import { requireCallingKey } from '../guards.js';
 import { resolveAliases } from '../aliases.js';
 import { callContext } from '../inference.js';
 import { decodeEmbeddings } from './decode.js';
@@ -12,9 +12,9 @@ import { encodeEmbeddings } from './encode.js';
 export function registerEmbeddingRoutes(router: Router<Route>, app: App): void {
   router.add('POST', '/v1/embeddings', {
     handle: async (ctx) => {
-      const key = await requireApiKey(app, ctx);
+      const key = await requireCallingKey(app, ctx);
       const { draft, ignored } = decodeEmbeddings(await ctx.json());
-      const call = callContext(ctx, key, 'embeddings');
+      const call = callContext(ctx, key, 'embeddings', app.catalog);
       resolveAliases(app.catalog, 'embedding', draft, call);
       const outcome = await app.media.embed(draft, call);
       addIgnoredParams(outcome.headers, ignored);

@@ -6,7 +6,7 @@ import { optionalEnum, optionalInteger, optionalString, requireObject } from '..
 import { responseHeaders } from '../../http/respond.js';
 import type { RequestContext, Route } from '../../http/server.js';
 import type { Router } from '../../http/router.js';
-import { requireApiKey } from '../guards.js';
+import { requireCallingKey } from '../guards.js';
 import { resolveAliases } from '../aliases.js';
 import { callContext } from '../inference.js';
 
@@ -61,9 +61,9 @@ export function publicBaseUrl(app: App, ctx: RequestContext): string {
 export function registerImageRoutes(router: Router<Route>, app: App): void {
   router.add('POST', '/v1/images/generations', {
     handle: async (ctx) => {
-      const key = await requireApiKey(app, ctx);
+      const key = await requireCallingKey(app, ctx);
       const { draft, ignored } = decodeImages(await ctx.json());
-      const call = callContext(ctx, key, 'images.generations');
+      const call = callContext(ctx, key, 'images.generations', app.catalog);
       resolveAliases(app.catalog, 'image', draft, call);
       const outcome = await app.media.generateImages(draft, call, publicBaseUrl(app, ctx));
       addIgnoredParams(outcome.headers, ignored);

@@ -14,16 +14,17 @@ import type { Route } from '../../http/server.js';
 import type { Router } from '../../http/router.js';
 import { requiredPassword } from '../auth.js';
 import { requireManagementKey } from '../guards.js';
-import { presentAccount, presentKey, presentLedgerEntry } from '../presenters.js';
+import { presentAccount, presentAlert, presentKey, presentLedgerEntry } from '../presenters.js';
 import { queryInt, queryOptionalInt, queryString } from '../query.js';
 import { requireAdmin, scopedAccount } from './access.js';
+import { parseAccountUpdate } from '../account-bodies.js';
 
 /** Accounts, balances, top-ups and the ledger, for `akm-` keys. */
 export function registerManagementAccountRoutes(router: Router<Route>, app: App): void {
   router.add('GET', '/api/management/me', {
     handle: async (ctx) => {
       const principal = await requireManagementKey(app, ctx);
-      ctx.send(200, { account: presentAccount(principal.account), key: presentKey(principal.key, Date.now()) });
+      ctx.send(200, { account: presentAccount(principal.account, { timeZone: app.config.governance.timeZone }), key: presentKey(principal.key, Date.now(), app.config.governance.timeZone) });
     },
   });
 
@@ -34,12 +35,21 @@ export function registerManagementAccountRoutes(router: Router<Route>, app: App)
       const email = queryString(ctx.query, 'email');
       if (email !== undefined) {
         const account = await app.store.accounts.byEmail(email.toLowerCase());
-        ctx.send(200, { object: 'list', data: account ? [presentAccount(account)] : [] });
+        ctx.send(200, { object: 'list', data: account ? [presentAccount(account, { timeZone: app.config.governance.timeZone })] : [] });
         return;
       }
       const limit = queryInt(ctx.query, 'limit', 1, 1000, 100);
       const offset = queryInt(ctx.query, 'offset', 0, Number.MAX_SAFE_INTEGER, 0);
-      ctx.send(200, { object: 'list', data: (await app.accounts.list(limit, offset)).map(presentAccount) });
+      ctx.send(200, { object: 'list', data: (await app.accounts.list(limit, offset)).map((account) => presentAccount(account, { timeZone: app.config.governance.timeZone })) });
+    },
+  });
+
+  router.add('GET', '/api/management/alerts', {
+    handle: async (ctx) => {
+      const principal = await requireManagementKey(app, ctx);
+      requireAdmin(principal);
+      const limit = queryInt(ctx.query, 'limit', 1, 500, 50);
+      ctx.send(200, { object: 'list', data: (await app.store.alerts.recent(limit)).map(presentAlert) });
     },
   });
 
@@ -54,14 +64,24 @@ export function registerManagementAccountRoutes(router: Router<Route>, app: App)
       const password = body.password === undefined ? undefined : requiredPassword(body);
       const role = optionalEnum(body, 'role', ['user', 'admin'] as const) ?? 'user';
       const account = await app.accounts.create({ email, name, role, ...(password === undefined ? {} : { password }) });
-      ctx.send(201, presentAccount(account));
+      ctx.send(201, presentAccount(account, { timeZone: app.config.governance.timeZone }));
     },
   });
 
   router.add('GET', '/api/management/accounts/:account', {
     handle: async (ctx) => {
       const principal = await requireManagementKey(app, ctx);
-      ctx.send(200, presentAccount(await scopedAccount(app, principal, ctx.params.account as string)));
+      ctx.send(200, presentAccount(await scopedAccount(app, principal, ctx.params.account as string), { timeZone: app.config.governance.timeZone }));
+    },
+  });
+
+  router.add('PATCH', '/api/management/accounts/:account', {
+    handle: async (ctx) => {
+      const principal = await requireManagementKey(app, ctx);
+      requireAdmin(principal);
+      const account = await scopedAccount(app, principal, ctx.params.account as string);
+      const updated = await app.accounts.setSpendLimit(account, parseAccountUpdate(await ctx.json()));
+      ctx.send(200, presentAccount(updated, { timeZone: app.config.governance.timeZone }));
     },
   });
 

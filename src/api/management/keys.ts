@@ -23,9 +23,9 @@ export function registerManagementKeyRoutes(router: Router<Route>, app: App): vo
         const principal = await requireManagementKey(app, ctx);
         const account = await scopedAccount(app, principal, ctx.params.account as string);
         const now = Date.now();
-        const input = parseKeyCreate(kind, await ctx.json(), now);
+        const input = parseKeyCreate(kind, await ctx.json(), now, app.catalog);
         const { record, secret } = await app.keys.create(kind, account.id, input);
-        ctx.send(201, presentCreatedKey(kind, record, secret, now));
+        ctx.send(201, presentCreatedKey(kind, record, secret, now, app.config.governance.timeZone));
       },
     });
     router.add('GET', `/api/management/accounts/:account/${segment}`, {
@@ -33,13 +33,13 @@ export function registerManagementKeyRoutes(router: Router<Route>, app: App): vo
         const principal = await requireManagementKey(app, ctx);
         const account = await scopedAccount(app, principal, ctx.params.account as string);
         const now = Date.now();
-        ctx.send(200, { object: 'list', data: (await app.keys.list(kind, account.id)).map((key) => presentKey(key, now)) });
+        ctx.send(200, { object: 'list', data: (await app.keys.list(kind, account.id)).map((key) => presentKey(key, now, app.config.governance.timeZone)) });
       },
     });
     router.add('GET', `/api/management/${segment}/:id`, {
       handle: async (ctx) => {
         const principal = await requireManagementKey(app, ctx);
-        ctx.send(200, presentKey(await visible(principal, ctx.params.id as string), Date.now()));
+        ctx.send(200, presentKey(await visible(principal, ctx.params.id as string), Date.now(), app.config.governance.timeZone));
       },
     });
     if (kind === 'api') {
@@ -48,8 +48,8 @@ export function registerManagementKeyRoutes(router: Router<Route>, app: App): vo
           const principal = await requireManagementKey(app, ctx);
           const record = await visible(principal, ctx.params.id as string);
           const now = Date.now();
-          const changes = parseKeyUpdate(kind, await ctx.json(), now);
-          ctx.send(200, presentKey(await app.keys.update(record, changes), now));
+          const changes = parseKeyUpdate(kind, await ctx.json(), now, app.catalog);
+          ctx.send(200, presentKey(await app.keys.update(record, changes), now, app.config.governance.timeZone));
         },
       });
     }
@@ -57,7 +57,7 @@ export function registerManagementKeyRoutes(router: Router<Route>, app: App): vo
       handle: async (ctx) => {
         const principal = await requireManagementKey(app, ctx);
         const record = await visible(principal, ctx.params.id as string);
-        ctx.send(200, presentKey(await app.keys.revoke(record), Date.now()));
+        ctx.send(200, presentKey(await app.keys.revoke(record), Date.now(), app.config.governance.timeZone));
       },
     });
   }

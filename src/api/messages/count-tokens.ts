@@ -3,8 +3,10 @@ import type { ChatProviderType, GatewayConfig, ModelConfig, ProviderConfig } fro
 import type { ChatRequest } from '../../core/canonical.js';
 import type { ChatDraft } from '../../core/call-context.js';
 import { errors, isGatewayError } from '../../core/errors.js';
-import { exhaustedKey, rateHeaders, takeRateSlot } from '../../core/gateway/admission.js';
+import { takeRateSlot } from '../../core/gateway/admission.js';
+import { exhaustedKey, rateHeaders } from '../../core/gateway/refusals.js';
 import { modelPromptMargin } from '../../core/gateway/margin.js';
+import { periodSpend } from '../../core/spend.js';
 import { acceptOrThrow, readAll } from '../../core/gateway/upstream-call.js';
 import { IMAGE_TOKEN_TYPICAL, promptTokenEstimate } from '../../core/tokens.js';
 import { isObject } from '../../core/validate.js';
@@ -47,12 +49,15 @@ export function registerCountTokensRoute(router: Router<Route>, app: App): void 
     renderError: encodeMessagesError,
     handle: async (ctx) => {
       const key = await requireApiKey(app, ctx);
-      const spent = exhaustedKey(key);
+      // The budget in its current period (a renewing budget used up yesterday is not today).
+      const period = key.budgetMicros === null ? undefined : periodSpend(key, key.budgetPeriod, Date.now(), app.config.governance.timeZone);
+      const spent = exhaustedKey({ budgetMicros: key.budgetMicros, spentMicros: period?.spentMicros ?? key.spentMicros, resetsAt: period?.window?.resetsAt });
       if (spent) throw spent;
       const draft = decodeCountRequest(await ctx.json(), ctx.req.headers['anthropic-beta'], ctx.req.headers['anthropic-version']);
-      const call = callContext(ctx, key, 'messages.count_tokens');
+      const call = callContext(ctx, key, 'messages.count_tokens', app.catalog);
       resolveAliases(app.catalog, 'chat', draft, call);
       const model = app.catalog.resolve(draft.model, 'chat');
+      call.policy?.checkModel(model, call.requestedModel ?? model.id);
       const rate = await takeRateSlot(app.limiter, key.id, call.rateLimit, ctx.requestId);
       const count = await countPrompt(app, ctx, model, draft);
       const headers = rateHeaders(rate);

@@ -2,7 +2,7 @@ import { requestIdBody } from '../../core/ids.js';
 import type { App } from '../../app.js';
 import type { Route } from '../../http/server.js';
 import type { Router } from '../../http/router.js';
-import { requireApiKey } from '../guards.js';
+import { requireCallingKey } from '../guards.js';
 import { serveChatCall } from '../inference.js';
 import { registerCountTokensRoute } from './count-tokens.js';
 import { decodeMessagesRequest } from './decode.js';
@@ -20,7 +20,7 @@ export function registerMessagesRoutes(router: Router<Route>, app: App): void {
   router.add('POST', '/v1/messages', {
     renderError: encodeMessagesError,
     handle: async (ctx) => {
-      const key = await requireApiKey(app, ctx);
+      const key = await requireCallingKey(app, ctx);
       const draft = decodeMessagesRequest(await ctx.json(), ctx.req.headers['anthropic-beta'], ctx.req.headers['anthropic-version']);
       // max_tokens is required here and clients set it high (Claude Code: 32000, 128000): above
       // the model's output limit it is lowered to it (x-gateway-max-tokens-clamped), not refused.

@@ -2,7 +2,7 @@ import { requestIdBody } from '../../core/ids.js';
 import type { App } from '../../app.js';
 import type { Route } from '../../http/server.js';
 import type { Router } from '../../http/router.js';
-import { requireApiKey } from '../guards.js';
+import { requireCallingKey } from '../guards.js';
 import { serveChatCall } from '../inference.js';
 import { decodeResponsesRequest } from './decode.js';
 import { encodeResponse } from './encode.js';
@@ -17,7 +17,7 @@ import { encodeNativeResponse, NativeResponsesStream } from './native.js';
 export function registerResponsesRoutes(router: Router<Route>, app: App): void {
   router.add('POST', '/v1/responses', {
     handle: async (ctx) => {
-      const key = await requireApiKey(app, ctx);
+      const key = await requireCallingKey(app, ctx);
       const { draft, echo } = decodeResponsesRequest(await ctx.json());
       const id = `resp_${requestIdBody(ctx.requestId)}`;
       const createdAt = Math.floor(Date.now() / 1000);

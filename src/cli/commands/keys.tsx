@@ -1,7 +1,7 @@
 import { Option, type Command } from 'commander';
 import { emit, inr, when, type Ui } from '../render.js';
 import type { Io } from '../io.js';
-import { dateArg, inrArg, intArg, managementClient, withClientOptions, type ClientFlags } from '../options.js';
+import { dateArg, inrArg, intArg, limitArg, managementClient, withClientOptions, type ClientFlags } from '../options.js';
 import type { KeyView, ListOf } from './types.js';
 
 /** A key's budget: 0 (or none, for a management key) is unlimited. */
@@ -15,6 +15,19 @@ interface KeyFlags extends ClientFlags {
   expiresAt?: string;
   /** create: --no-cache sets false; update: --cache on|off. */
   cache?: boolean | string;
+  /** Comma-separated; "" (update) clears. */
+  models?: string;
+  allowedIps?: string;
+  /** null: "none" (update clears). */
+  maxParallel?: number | null;
+  tpm?: number | null;
+  budgetPeriod?: string;
+}
+
+/** A comma-separated flag as a list ("" or "all"/"any" clears it). */
+function listFlag(value: string): string[] {
+  const items = value.split(',').map((item) => item.trim()).filter((item) => item !== '');
+  return items.length === 1 && (items[0] === 'all' || items[0] === 'any') ? [] : items;
 }
 
 type Kind = 'api' | 'management';
@@ -29,6 +42,11 @@ function keyBody(kind: Kind, flags: KeyFlags): Record<string, unknown> {
     if (flags.budget !== undefined) body.budget = flags.budget;
     if (flags.cache === false || flags.cache === 'off') body.cache = false;
     else if (flags.cache === 'on') body.cache = true;
+    if (flags.models !== undefined) body.models = listFlag(flags.models);
+    if (flags.allowedIps !== undefined) body.allowed_ips = listFlag(flags.allowedIps);
+    if (flags.maxParallel !== undefined) body.max_parallel = flags.maxParallel;
+    if (flags.tpm !== undefined) body.tpm_limit = flags.tpm;
+    if (flags.budgetPeriod !== undefined) body.budget_period = flags.budgetPeriod === 'none' ? null : flags.budgetPeriod;
   }
   return body;
 }
@@ -40,8 +58,11 @@ function keyEntries(key: KeyView): [string, string][] {
     ['account', key.account_id],
   ];
   if (key.object === 'api_key') {
-    entries.push(['rate limit', `${key.rate_limit} requests/minute`], ['budget', budgetText(key.budget)], ['spent', inr(key.spent)]);
+    entries.push(['rate limit', `${key.rate_limit} requests/minute`], ['budget', budgetText(key.budget) + (key.budget && key.budget_period ? ` ${key.budget_period}` : '')], ['spent', inr(key.spent)]);
+    if (key.budget_period) entries.push(['spent this period', `${inr(key.spent_this_period)} (renews ${when(key.period_resets_at ?? null)})`]);
+    entries.push(['calls in flight', key.max_parallel ? `at most ${key.max_parallel}` : 'no limit'], ['tokens per minute', key.tpm_limit ? String(key.tpm_limit) : 'no limit']);
     if (key.cache !== undefined) entries.push(['response cache', key.cache ? 'on' : 'off (opted out)']);
+    entries.push(['models', key.models?.length ? key.models.join(', ') : 'all'], ['allowed ips', key.allowed_ips?.length ? key.allowed_ips.join(', ') : 'anywhere']);
   }
   entries.push(['expires', when(key.expires_at, 'never')], ['status', key.status]);
   return entries;
@@ -60,8 +81,8 @@ function KeyTable({ keys, ui }: { keys: KeyView[]; ui: Ui }) {
         ...(api
           ? [
               { title: 'RPM', value: (k: KeyView) => String(k.rate_limit ?? ''), align: 'right' as const },
-              { title: 'BUDGET', value: (k: KeyView) => budgetText(k.budget), align: 'right' as const },
-              { title: 'SPENT', value: (k: KeyView) => inr(k.spent), align: 'right' as const },
+              { title: 'BUDGET', value: (k: KeyView) => budgetText(k.budget) + (k.budget && k.budget_period ? `/${k.budget_period}` : ''), align: 'right' as const },
+              { title: 'SPENT', value: (k: KeyView) => inr(k.budget_period ? k.spent_this_period : k.spent), align: 'right' as const },
             ]
           : []),
         { title: 'STATUS', value: (k) => k.status },
@@ -90,6 +111,11 @@ export function registerKeyCommands(program: Command, io: Io, kind: Kind): void 
     create
       .option('--rate-limit <rpm>', 'requests per minute, 1-10000 (default 10000)', intArg(1, 10_000))
       .option('--budget <inr>', 'spending limit in INR (0 = unlimited)', inrArg)
+      .option('--models <list>', 'models the key may call: ids, aliases or patterns, comma-separated (default: all)')
+      .option('--allowed-ips <list>', 'addresses and CIDRs the key may be used from, comma-separated (default: anywhere)')
+      .option('--max-parallel <n>', 'calls in flight at once, 1-10000 (default: none)', limitArg(10_000))
+      .option('--tpm <tokens>', 'tokens per minute, input + output (default: none)', limitArg(1_000_000_000))
+      .option('--budget-period <period>', 'the budget renews: daily, weekly, monthly (governance.timezone) or a duration like 30d (default: none)')
       .option('--no-cache', 'the response cache neither serves nor stores this key\'s calls');
   }
   create.action(async (flags: KeyFlags) => {
@@ -106,11 +132,16 @@ export function registerKeyCommands(program: Command, io: Io, kind: Kind): void 
     });
 
   if (kind === 'api') {
-    withClientOptions(group.command('update').description('change a key\'s name, rate limit, budget or expiry').argument('<id>', 'key id (key_…)'))
+    withClientOptions(group.command('update').description('change a key\'s name, rate limit, budget, expiry, models, allowed addresses or limits').argument('<id>', 'key id (key_…)'))
       .option('--name <name>', 'new name')
       .option('--rate-limit <rpm>', 'requests per minute, 1-10000', intArg(1, 10_000))
       .option('--budget <inr>', 'spending limit in INR (0 = unlimited)', inrArg)
       .option('--expires-at <when>', 'ISO 8601 date-time, YYYY-MM-DD, or "never"', dateArg)
+      .option('--models <list>', 'models the key may call, comma-separated ("all" clears the list)')
+      .option('--allowed-ips <list>', 'addresses and CIDRs the key may be used from, comma-separated ("any" clears the list)')
+      .option('--max-parallel <n>', 'calls in flight at once, 1-10000 ("none" clears)', limitArg(10_000))
+      .option('--tpm <tokens>', 'tokens per minute, input + output ("none" clears)', limitArg(1_000_000_000))
+      .option('--budget-period <period>', 'the budget renews: daily, weekly, monthly (governance.timezone) or a duration like 30d ("none" clears)')
       .addOption(new Option('--cache <on|off>', 'whether the response cache serves and stores this key\'s calls').choices(['on', 'off']))
       .action(async (id: string, flags: KeyFlags) => {
         const key = await (await managementClient(flags, io)).patch<KeyView>(`/api/management/${SEGMENT[kind]}/${encodeURIComponent(id)}`, keyBody(kind, flags));

@@ -6,6 +6,11 @@ export interface AccountView {
   name: string;
   role: 'admin' | 'user';
   balance: number;
+  /** INR per spend_period; null: no limit. */
+  spend_limit?: number | null;
+  spend_period?: string | null;
+  spent_this_period?: number | null;
+  period_resets_at?: string | null;
   created_at: string;
 }
 
@@ -16,9 +21,16 @@ export interface KeyView {
   name: string;
   masked_key: string;
   rate_limit?: number;
+  models?: string[];
+  allowed_ips?: string[];
   /** INR; 0 means unlimited. */
   budget?: number;
   spent?: number;
+  max_parallel?: number | null;
+  tpm_limit?: number | null;
+  budget_period?: string | null;
+  spent_this_period?: number;
+  period_resets_at?: string | null;
   /** Whether the response cache serves and stores its calls. */
   cache?: boolean;
   status: string;

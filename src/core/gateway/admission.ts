@@ -3,15 +3,21 @@ import { errors, GatewayError } from '../errors.js';
 import { isTransient } from '../../store/errors.js';
 import type { HoldRef, HoldStore, HoldTotals } from '../limits/holds.js';
 import type { RateDecision, RateLimiter } from '../limits/rate-limit.js';
+import type { TokenDecision, TokenLimiter } from '../limits/tokens.js';
+import { emptyOrExhausted, exhaustion, notCovered, rateLimited, roomOf, tokensExceeded, type Limits } from './refusals.js';
 import { formatInrDisplay } from '../money.js';
 import { affordableOutputTokens, worstCaseMicros } from '../pricing.js';
-import type { Funds, Store } from '../../store/types.js';
+import type { Funds, PeriodStarts, Store } from '../../store/types.js';
+import { DEFAULT_PERIOD_TIME_ZONE as DEFAULT_TIME_ZONE } from '../periods.js';
+import { periodSpend } from '../spend.js';
 
 export interface AdmissionInput {
   requestId: string;
   accountId: string;
   apiKeyId: string;
   rateLimit: number;
+  /** The key's tokens per minute: the call counts at its bound (prompt + output limit). */
+  tpmLimit?: number;
   model: ModelConfig;
   /** The fast upper bound of the prompt's tokens (UTF-8 bytes: no tokenizing). */
   promptTokens: number;
@@ -42,6 +48,8 @@ export interface FixedAdmissionInput {
   accountId: string;
   apiKeyId: string;
   rateLimit: number;
+  /** The key's tokens per minute: refused when the minute is full; the call's tokens count at settlement. */
+  tpmLimit?: number;
   model: ModelConfig;
   /** The most the call can cost, µINR: its hold. */
   amountMicros: number;
@@ -62,6 +70,19 @@ export interface Admission {
   promptTokens: number;
   /** The client's limit when it was lowered to the model's output limit (`maxTokens`): AdmissionInput.clampMaxTokens. */
   clampedFrom?: number;
+}
+
+export interface AdmitterOptions {
+  /** governance.timezone: the calendar periods of budgets and spend limits. */
+  timeZone?: string;
+  /** The clock periods are read with (tests inject one). */
+  now?: () => number;
+  /** Keys' tokens per minute; absent: tpm_limit is not enforced (unit tests). */
+  tokens?: TokenLimiter;
+  /** A call refused because the key's budget or the account's spend limit cannot cover it (the alerts' 100%). */
+  onRefused?: (reason: 'budget_exceeded' | 'account_spend_limit', accountId: string, apiKeyId: string) => void;
+  /** Times each funds read (the metrics' gateway_store_duration_seconds{op="funds"}). */
+  fundsTimer?: { observe(seconds: number): void };
 }
 
 /** When the catalog states no output limit, and the client none either. */
@@ -88,10 +109,93 @@ export class Admitter {
       const rate = await limiter.check(keyId, limit, requestId);
       return rate.allowed ? { rate, totals: await holds.acquire(hold) } : { rate };
     },
-  ) {}
+    private readonly options: AdmitterOptions = {},
+  ) {
+    this.periods = { timeZone: options.timeZone ?? DEFAULT_TIME_ZONE, now: options.now ?? Date.now };
+  }
+
+  private readonly periods: { timeZone: string; now: () => number };
+
+  /**
+   * Counts an admitted call against its key's tokens per minute, at `bound` tokens (or the
+   * tight bound `tighter` gives, when the fast one was used); past the limit the hold goes and
+   * the call is refused with 429. Unmetered calls (fallbacks) were counted once.
+   */
+  private async countTokens(hold: HoldRef, limit: number | undefined, bound: number, tighter?: () => Promise<number>): Promise<void> {
+    const tokens = this.options.tokens;
+    if (limit === undefined || tokens === undefined) return;
+    let decision: TokenDecision;
+    try {
+      // The tight bound (the tokenizer): the fast one counts bytes, four times the tokens of
+      // prose, and the minute would hold a quarter of what it should.
+      if (tighter) bound = Math.min(bound, await tighter());
+      decision = await tokens.take(hold.keyId, limit, hold.id, bound);
+    } catch (error) {
+      // Redis unreachable: the hold goes, and the call is refused (limits_unavailable).
+      await this.holds.release(hold).catch(() => undefined);
+      throw error;
+    }
+    if (decision.allowed) {
+      hold.countedTokens = bound;
+      return;
+    }
+    await this.holds.release(hold);
+    throw tokensExceeded(decision, bound);
+  }
+
+  /**
+   * The wallet and key read of an admission that holds `hold`, as limits: the balance, the
+   * key's budget and the account's spend limit with what each has spent in its current period.
+   * A counter whose stored period ended starts its new one here (once per period, whichever
+   * daemon's call comes first).
+   */
+  private async limitsHolding(hold: HoldRef, accountId: string, apiKeyId: string): Promise<Limits> {
+    const funds = await this.fundsHolding(hold, accountId, apiKeyId);
+    if (!funds) return { balance: 0, key: undefined, account: undefined };
+    if ((funds.key !== undefined && funds.key.budgetMicros !== null) || funds.account.spendLimitMicros !== null) hold.watched = true;
+    const now = this.periods.now();
+    const zone = this.periods.timeZone;
+    const key = funds.key && funds.key.budgetMicros !== null ? periodSpend(funds.key, funds.key.budgetPeriod, now, zone) : undefined;
+    const account = funds.account.spendLimitMicros !== null ? periodSpend(funds.account, funds.account.spendPeriod, now, zone) : undefined;
+    if (key?.stale || account?.stale) {
+      await this.beginPeriods(hold, {
+        accountId,
+        ...(account?.stale && account.window ? { accountStart: account.window.start } : {}),
+        ...(key?.stale && key.window ? { apiKeyId, keyStart: key.window.start } : {}),
+      });
+    }
+    return {
+      balance: funds.balanceMicros,
+      key: funds.key && { budgetMicros: funds.key.budgetMicros, spentMicros: key?.spentMicros ?? funds.key.spentMicros, resetsAt: key?.window?.resetsAt },
+      account: account && funds.account.spendLimitMicros !== null ? { limitMicros: funds.account.spendLimitMicros, spentMicros: account.spentMicros, resetsAt: account.window?.resetsAt } : undefined,
+    };
+  }
+
+  private async beginPeriods(hold: HoldRef, starts: PeriodStarts): Promise<void> {
+    try {
+      await this.store.beginPeriods(starts);
+    } catch (error) {
+      await this.holds.release(hold).catch(() => undefined);
+      if (isTransient(error)) throw errors.databaseUnavailable();
+      throw error;
+    }
+  }
 
   async admit(input: AdmissionInput): Promise<Admission> {
-    return refuseWhenLimitsFail(() => this.admitOnce(input));
+    return this.told(input, refuseWhenLimitsFail(() => this.admitOnce(input)));
+  }
+
+  /** Tells onRefused of a call its budget or spend limit refused. */
+  private async told<T>(input: { accountId: string; apiKeyId: string; unmetered?: boolean | undefined }, admission: Promise<T>): Promise<T> {
+    try {
+      return await admission;
+    } catch (error) {
+      // Only a limit used up (refusals.ts `exhaustion`), and not a fallback's own refusal.
+      if (error instanceof GatewayError && exhaustion.has(error) && !input.unmetered && (error.reason === 'budget_exceeded' || error.reason === 'account_spend_limit')) {
+        this.options.onRefused?.(error.reason, input.accountId, input.apiKeyId);
+      }
+      throw error;
+    }
   }
 
   /**
@@ -99,7 +203,7 @@ export class Admitter {
    * chat call, with a hold of exactly `amountMicros` (no output to size).
    */
   async admitAmount(input: FixedAdmissionInput): Promise<Admission> {
-    return refuseWhenLimitsFail(() => this.admitAmountOnce(input));
+    return this.told(input, refuseWhenLimitsFail(() => this.admitAmountOnce(input)));
   }
 
   /**
@@ -110,7 +214,12 @@ export class Admitter {
    */
   private async fundsHolding(hold: HoldRef, accountId: string, apiKeyId: string): Promise<Funds | undefined> {
     try {
-      return await this.store.funds(accountId, apiKeyId);
+      const timer = this.options.fundsTimer;
+      if (!timer) return await this.store.funds(accountId, apiKeyId);
+      const started = performance.now();
+      const funds = await this.store.funds(accountId, apiKeyId);
+      timer.observe((performance.now() - started) / 1000);
+      return funds;
     } catch (error) {
       await this.holds.release(hold).catch(() => undefined);
       if (isTransient(error)) throw errors.databaseUnavailable();
@@ -126,34 +235,20 @@ export class Admitter {
     let totals: HoldTotals = first.totals;
     // Twice at most: once more after applying settled calls not yet in the ledger (as admit()).
     for (let attempt = 0; ; attempt++) {
-      const funds = await this.fundsHolding(hold, input.accountId, input.apiKeyId);
-      const key = funds?.key;
-      const balance = funds?.balanceMicros ?? 0;
-      const others = { account: totals.accountHeldMicros - hold.amountMicros, key: totals.keyHeldMicros - hold.amountMicros };
-      const walletFree = balance - others.account;
-      const keyFree = key?.budgetMicros === null || key === undefined ? Number.POSITIVE_INFINITY : key.budgetMicros - key.spentMicros - others.key;
-      const refusal = emptyOrExhausted(balance, key);
-      if (!refusal && hold.amountMicros <= Math.min(walletFree, keyFree)) return { hold, maxTokens: 0, rate, promptTokens: 0 };
+      const limits = await this.limitsHolding(hold, input.accountId, input.apiKeyId);
+      const room = roomOf(limits, totals, hold);
+      const refusal = emptyOrExhausted(limits);
+      if (!refusal && hold.amountMicros <= room.free) {
+        if (!input.unmetered) await this.countTokens(hold, input.tpmLimit, 0);
+        return { hold, maxTokens: 0, rate, promptTokens: 0 };
+      }
       await this.holds.release(hold);
       if (attempt === 0 && this.store.barrier.pass()) {
         totals = await this.holds.acquire(hold);
         continue;
       }
       if (refusal) throw refusal;
-      const cost = formatInrDisplay(hold.amountMicros);
-      throw keyFree < walletFree
-        ? new GatewayError({
-            status: 402,
-            type: 'budget_exceeded',
-            reason: 'budget_exceeded',
-            message: `this API key's remaining budget (${formatInrDisplay(Math.max(0, keyFree))}${others.key > 0 ? ` after ${formatInrDisplay(others.key)} held by calls in progress` : ''}) does not cover ${input.what} on ${input.model.id} (${cost})`,
-          })
-        : new GatewayError({
-            status: 402,
-            type: 'insufficient_credits',
-            reason: 'insufficient_credits',
-            message: `insufficient credits: the wallet balance is ${formatInrDisplay(balance)}${others.account > 0 ? ` with ${formatInrDisplay(others.account)} held by calls in progress` : ''}, which does not cover ${input.what} on ${input.model.id} (${cost}); top up the wallet`,
-          });
+      throw notCovered(limits, room, `does not cover ${input.what} on ${input.model.id} (${formatInrDisplay(hold.amountMicros)})`);
     }
   }
 
@@ -197,10 +292,8 @@ export class Admitter {
       const totals = admitted ?? (await this.holds.acquire(hold));
       admitted = undefined;
       // Read after the hold is taken (see holds.ts): one read of each, fresh from the store.
-      const funds = await this.fundsHolding(hold, input.accountId, input.apiKeyId);
-      const key = funds?.key;
-      const balance = funds?.balanceMicros ?? 0;
-      const refusal = emptyOrExhausted(balance, key);
+      const limits = await this.limitsHolding(hold, input.accountId, input.apiKeyId);
+      const refusal = emptyOrExhausted(limits);
       if (refusal) {
         await this.holds.release(hold);
         if (!drained && (drained = this.store.barrier.pass())) {
@@ -209,11 +302,15 @@ export class Admitter {
         }
         throw refusal;
       }
-      const others = { account: totals.accountHeldMicros - hold.amountMicros, key: totals.keyHeldMicros - hold.amountMicros };
-      const walletFree = balance - others.account;
-      const keyFree = key?.budgetMicros === null || key === undefined ? Number.POSITIVE_INFINITY : key.budgetMicros - key.spentMicros - others.key;
-      const free = Math.min(walletFree, keyFree);
-      if (hold.amountMicros <= free) return clampedFrom === undefined ? { hold, maxTokens, rate, promptTokens } : { hold, maxTokens, rate, promptTokens, clampedFrom };
+      const room = roomOf(limits, totals, hold);
+      const free = room.free;
+      if (hold.amountMicros <= free) {
+        if (!input.unmetered) {
+          const output = maxTokens;
+          await this.countTokens(hold, input.tpmLimit, promptTokens + output, estimate && !tightened ? async () => (await estimate()) + output : undefined);
+        }
+        return clampedFrom === undefined ? { hold, maxTokens, rate, promptTokens } : { hold, maxTokens, rate, promptTokens, clampedFrom };
+      }
       await this.holds.release(hold);
       if (!drained && (drained = this.store.barrier.pass())) {
         attempt -= 1;
@@ -234,19 +331,7 @@ export class Admitter {
         maxTokens = affordable;
         continue;
       }
-      throw keyFree < walletFree
-        ? new GatewayError({
-            status: 402,
-            type: 'budget_exceeded',
-            reason: 'budget_exceeded',
-            message: `this API key's remaining budget (${formatInrDisplay(Math.max(0, keyFree))}${others.key > 0 ? ` after ${formatInrDisplay(others.key)} held by calls in progress` : ''}) ${coverage(affordable, input)}`,
-          })
-        : new GatewayError({
-            status: 402,
-            type: 'insufficient_credits',
-            reason: 'insufficient_credits',
-            message: `insufficient credits: the wallet balance is ${formatInrDisplay(balance)}${others.account > 0 ? ` with ${formatInrDisplay(others.account)} held by calls in progress` : ''}, which ${coverage(affordable, input)}; top up the wallet`,
-          });
+      throw notCovered(limits, room, coverage(affordable, input));
     }
     throw new Error('unreachable');
   }
@@ -258,14 +343,7 @@ async function refuseWhenLimitsFail<T>(admit: () => Promise<T>): Promise<T> {
     return await admit();
   } catch (error) {
     if (error instanceof GatewayError) throw error;
-    throw new GatewayError({
-      status: 503,
-      type: 'service_unavailable',
-      reason: 'limits_unavailable',
-      message: 'the gateway cannot check rate limits and wallet holds right now (its Redis is unreachable); retry shortly',
-      retryable: true,
-      cause: error,
-    });
+    throw errors.limitsUnavailable(error);
   }
 }
 
@@ -279,53 +357,6 @@ export async function takeRateSlot(limiter: RateLimiter, keyId: string, limit: n
   return rate;
 }
 
-/** 402 for a key that has used its whole budget: it stops working, free requests (count_tokens) included. */
-export function exhaustedKey(key: { budgetMicros: number | null; spentMicros: number }): GatewayError | undefined {
-  if (key.budgetMicros === null || key.spentMicros < key.budgetMicros) return undefined;
-  return new GatewayError({
-    status: 402,
-    type: 'budget_exceeded',
-    reason: 'budget_exceeded',
-    message: `this API key has used its budget of ${formatInrDisplay(key.budgetMicros)}: raise the key's budget or use another key`,
-  });
-}
-
-/** An empty wallet pays for nothing, not even a free model's call; a key past its budget neither. */
-function emptyOrExhausted(balance: number, key: Funds['key']): GatewayError | undefined {
-  const spent = key ? exhaustedKey(key) : undefined;
-  if (spent) return spent;
-  if (balance <= 0) {
-    return new GatewayError({
-      status: 402,
-      type: 'insufficient_credits',
-      reason: 'insufficient_credits',
-      message: `insufficient credits: the wallet balance is ${formatInrDisplay(balance)}; top up the wallet`,
-    });
-  }
-  return undefined;
-}
-
 function coverage(affordable: number, input: AdmissionInput): string {
   return affordable >= 1 ? `covers at most ${input.maxTokensField}=${affordable} for ${input.model.id}` : `does not cover this prompt on ${input.model.id}`;
-}
-
-/** 429 for a key past its requests per minute, with Retry-After and the x-ratelimit-* headers. */
-export function rateLimited(rate: RateDecision): GatewayError {
-  return new GatewayError({
-    status: 429,
-    type: 'rate_limit_exceeded',
-    reason: 'rate_limit_exceeded',
-    message: `rate limit of ${rate.limit} requests per minute reached for this API key: retry in ${Math.ceil(rate.retryAfterMs / 1000)} s`,
-    headers: { 'retry-after': String(Math.ceil(rate.retryAfterMs / 1000)), ...rateHeaders(rate) },
-  });
-}
-
-/** The x-ratelimit-* headers OpenAI clients read. */
-export function rateHeaders(rate: RateDecision): Record<string, string> {
-  return {
-    'x-ratelimit-limit-requests': String(rate.limit),
-    'x-ratelimit-remaining-requests': String(rate.remaining),
-    // Whole milliseconds as seconds ("1.25s"): the shortest form, as toFixed(3) trimmed gave.
-    'x-ratelimit-reset-requests': `${Math.round(rate.resetMs) / 1000}s`,
-  };
 }

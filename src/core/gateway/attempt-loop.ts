@@ -5,9 +5,13 @@ import { CallAborted, isGatewayError, type GatewayError } from '../errors.js';
 import type { HoldStore } from '../limits/holds.js';
 import { backoffMs, classifyFailure, isSoftRest, pickDeployment, type Choice, type Option, type Rest } from '../routing/decide.js';
 import type { RouteHealth } from '../routing/health.js';
-import { rateHeaders, type Admission } from './admission.js';
+import type { Admission } from './admission.js';
+import { rateHeaders } from './refusals.js';
 import type { CallContext, CallKind, Routed, Target } from './call.js';
 import { providerNotConfigured, restingError, routingTimeout } from './chain.js';
+import type { Span } from '@opentelemetry/api';
+import type { AttemptOutcome } from '../telemetry/metrics.js';
+import type { Telemetry } from '../telemetry/telemetry.js';
 
 /** What the loop knows of one deployment of one candidate model during a call. */
 interface Tried {
@@ -24,6 +28,7 @@ export interface LoopDeps {
   health: RouteHealth;
   holds: HoldStore;
   logger: Logger;
+  telemetry: Telemetry;
   /** The provider's config carrying key `index`. */
   withKey(provider: ProviderConfig, index: number): ProviderConfig;
 }
@@ -70,6 +75,8 @@ export class AttemptLoop<Plan, Answer> {
   private blocked: Set<number> | undefined;
   /** Admitted at no candidate (a switch to a fallback failed its admission). */
   private unadmitted = false;
+  /** The last failed attempt, not yet reported to telemetry. */
+  private lastFailure: { target: Target; sent: number; ended: number; span: Span | undefined; error: GatewayError; rested: boolean } | undefined;
 
   constructor(
     private readonly deps: LoopDeps,
@@ -118,7 +125,10 @@ export class AttemptLoop<Plan, Answer> {
           continue;
         }
         if (choice.waitMs > 0) {
+          // Waiting for an upstream's Retry-After or a backoff: the upstream's time, not the gateway's.
+          ctx.observation?.upstreamOpen(performance.now());
           await sleep(choice.waitMs, this.signal);
+          ctx.observation?.upstreamClose(performance.now());
           if (this.signal.aborted) break;
         }
         const deployment = option.deployment;
@@ -136,9 +146,17 @@ export class AttemptLoop<Plan, Answer> {
         if (this.attempts === 1) this.firstProvider = deployment.provider;
         const began = Date.now();
         health.begin(deployment.id, began);
+        const { telemetry } = this.deps;
+        const observation = ctx.observation;
+        // The previous attempt failed and this one follows it: it was retried.
+        this.reportFailed(true);
+        const sent = observation ? performance.now() : 0;
+        const span = telemetry.attemptStarted(observation, target, this.kind.type, this.attempts, sent);
+        if (span) target.traceHeaders = telemetry.traceHeaders(span);
         try {
           const answer = await this.kind.attempt(target, this.plan, this.admission, this.signal);
           health.answered(deployment.id, Date.now() - began);
+          if (observation) telemetry.attemptEnded(observation, target, sent, performance.now(), 'ok', span);
           // Once answered, the client's leaving still aborts the rest of the answer, unless the kind reads on.
           this.stop();
           const headers = rateHeaders(this.firstRate);
@@ -148,7 +166,11 @@ export class AttemptLoop<Plan, Answer> {
           return { answer, model, plan: this.plan, target, admission: this.admission, attempts: this.attempts, headers, signal: this.signal };
         } catch (error) {
           health.end(deployment.id);
-          if (this.timedOut || ctx.signal.aborted || !isGatewayError(error)) throw error;
+          if (this.timedOut || ctx.signal.aborted || !isGatewayError(error)) {
+            const cut = this.timedOut || ctx.signal.aborted;
+            if (observation) telemetry.attemptEnded(observation, target, sent, performance.now(), cut ? 'cancelled' : 'failed', span, isGatewayError(error) ? error : undefined);
+            throw error;
+          }
           const failed = Date.now();
           const tried = this.stateFor(option);
           if (!state) tried.tried += 1;
@@ -157,6 +179,8 @@ export class AttemptLoop<Plan, Answer> {
           if (verdict.restKey) health.restKey(provider, keyIndex, verdict.restKey.ms, verdict.restKey.reason, failed);
           if (verdict.restDeployment) health.restDeployment(deployment.id, verdict.restDeployment.ms, verdict.restDeployment.reason, failed);
           this.noteError(option.candidate, error);
+          // Reported once it is known whether another attempt follows (retried) or the call gives up (failed).
+          if (observation) this.lastFailure = { target, sent, ended: performance.now(), span, error, rested: Boolean(verdict.restKey || verdict.restDeployment) };
           logger.warn({ req_id: ctx.requestId, model: model.id, deployment: deployment.id, attempt: this.attempts, status: error.upstream?.status, reason: error.reason, retry: verdict.retry }, 'upstream attempt failed');
           if (!verdict.retry) break;
           if (verdict.rotateKey) {
@@ -173,11 +197,21 @@ export class AttemptLoop<Plan, Answer> {
       throw failure ?? restingError(this.chain[0] as ModelConfig, this.soonestRest(Date.now()));
     } catch (error) {
       this.stop();
+      this.reportFailed(false);
       const thrown = this.timedOut ? routingTimeout(routing.timeoutMs) : ctx.signal.aborted ? new CallAborted('client disconnected') : error;
       // The client's error says how many upstream attempts the call made.
       if (isGatewayError(thrown) && this.attempts > 0) thrown.headers['x-gateway-attempts'] = String(this.attempts);
       throw thrown;
     }
+  }
+
+  /** Reports the last failed attempt: retried when another attempt follows it, else failed (resting when it rested its deployment or key). */
+  private reportFailed(followed: boolean): void {
+    const failure = this.lastFailure;
+    if (!failure) return;
+    this.lastFailure = undefined;
+    const outcome: AttemptOutcome = failure.rested ? 'resting' : followed ? 'retried' : 'failed';
+    this.deps.telemetry.attemptEnded(this.ctx.observation, failure.target, failure.sent, failure.ended, outcome, failure.span, failure.error);
   }
 
   /** What the usage row of a call that got no answer records. */
@@ -227,10 +261,14 @@ export class AttemptLoop<Plan, Answer> {
       plans.set(candidate, plan);
     }
     if (plan === null) return false;
+    // The call's count against its key's tokens per minute (taken once, at the first admission)
+    // is corrected at settlement through whichever hold the call ends with.
+    const counted = this.admission.hold.countedTokens;
     if (!this.unadmitted) await this.deps.holds.release(this.admission.hold).catch(() => undefined);
     this.unadmitted = true;
     try {
       this.admission = await this.kind.admit(model, plan, false);
+      if (counted !== undefined) this.admission.hold.countedTokens = counted;
     } catch (error) {
       this.deps.logger.info({ req_id: this.ctx.requestId, model: model.id, reason: isGatewayError(error) ? error.message : String(error) }, 'fallback skipped: not admitted at its prices');
       return false;

@@ -12,6 +12,8 @@ export interface Target {
   deployment: Deployment;
   /** The provider's config with `apiKey` set to the key of this attempt. */
   provider: ProviderConfig;
+  /** Headers that carry the attempt's trace upstream (W3C traceparent), when traced. */
+  traceHeaders?: Record<string, string>;
 }
 
 /**

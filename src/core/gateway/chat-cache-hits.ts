@@ -6,7 +6,8 @@ import type { CacheHit, ResponseCache } from '../cache/response-cache.js';
 import type { GatewayError } from '../errors.js';
 import { formatMicros } from '../money.js';
 import { costMicros } from '../pricing.js';
-import { rateHeaders, type Admission, type Admitter } from './admission.js';
+import type { Admission, Admitter } from './admission.js';
+import { rateHeaders } from './refusals.js';
 import { cancellable, type CallContext, type ChatStreamOutcome } from './call.js';
 import type { CallPipeline } from './pipeline.js';
 import type { CacheRecord, Metered, SettledCall } from './settlement.js';
@@ -131,6 +132,7 @@ export class ChatCacheHits {
       hold: hit.admission.hold,
       cache: hit.record,
       requestedModel: ctx.requestedModel,
+      observation: ctx.observation,
     });
   }
 }

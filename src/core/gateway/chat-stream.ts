@@ -1,4 +1,4 @@
-import type { ProviderFamily, TranslationContext } from '../../providers/types.js';
+import type { FrameParser, ProviderFamily, TranslationContext } from '../../providers/types.js';
 import { SseParser } from '../../providers/shared/sse-parser.js';
 import { classifyUpstreamError, type UpstreamResponse } from '../../providers/shared/upstream.js';
 import type { ChatRequest, GatewayStreamEvent, StreamPart, ToolCall, Usage } from '../canonical.js';
@@ -75,7 +75,7 @@ export class StreamMeter {
 export interface HeldStream {
   response: UpstreamResponse;
   chunks: AsyncIterator<Buffer>;
-  parser: SseParser;
+  parser: FrameParser;
   decoder: ReturnType<ProviderFamily['createStreamDecoder']>;
   meter: StreamMeter;
   provider: ProviderConfig;
@@ -91,7 +91,7 @@ export interface HeldStream {
  * loop to retry.
  */
 export async function holdStream(response: UpstreamResponse, family: ProviderFamily, request: ChatRequest, provider: ProviderConfig, translation: TranslationContext, keep: boolean, signal: CallSignal): Promise<HeldStream> {
-  const parser = new SseParser();
+  const parser = family.createFrameParser?.(provider) ?? new SseParser();
   const decoder = family.createStreamDecoder(request, provider, translation);
   const meter = new StreamMeter(keep);
   const chunks = (response.body as AsyncIterable<Buffer>)[Symbol.asyncIterator]();

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { ChatProviderType, GatewayConfig } from '../../config/types.js';
-import { PROVIDER_FAMILIES } from '../../providers/registry.js';
+import { chatFamily } from '../../providers/registry.js';
 import { upstreamMalformed } from '../../providers/shared/errors.js';
 import { classifyUpstreamError, type UpstreamClient } from '../../providers/shared/upstream.js';
 import type { TranslationContext, UpstreamRequest } from '../../providers/types.js';
@@ -24,6 +24,7 @@ import { fallbackNames } from './chain.js';
 import { modelPromptMargin } from './margin.js';
 import type { CallPipeline } from './pipeline.js';
 import { acceptOrThrow } from './upstream-call.js';
+import { contentAttribute } from '../telemetry/telemetry.js';
 
 export type { CallContext, ChatOutcome, ChatStreamOutcome } from './call.js';
 export type { ChatDraft } from '../call-context.js';
@@ -75,13 +76,18 @@ export class ChatService {
 
   async complete(draft: ChatDraft, ctx: CallContext): Promise<ChatOutcome> {
     const model = this.catalog.resolve(draft.model, 'chat');
-    const chain = this.pipeline.chain(model, 'chat', fallbackNames(draft, ctx));
+    const chain = this.pipeline.chain(model, 'chat', fallbackNames(draft, ctx), ctx);
     const plan = this.cache?.plan(draft, model, ctx, draft.noCache === true);
     const hit = plan && this.cache ? await this.cache.lookup(plan, ctx) : undefined;
     if (hit) return this.hits.complete(model, hit, ctx);
     if (draft.stream) draft = { ...draft, stream: false };
+    traceRequest(ctx, draft, this.pipeline.telemetry.capturesContent);
     const routed = await this.pipeline.route(this.kind(draft, ctx, false, plan), ctx, chain);
     const { result, call } = routed.answer;
+    if (ctx.observation?.span?.isRecording()) {
+      ctx.observation.response = { id: result.id, finishReasons: [result.finishReason] };
+      if (this.pipeline.telemetry.capturesContent) ctx.observation.response.output = contentAttribute([{ role: 'assistant', parts: [{ type: 'text', content: result.text }], finish_reason: result.finishReason }]);
+    }
     const request = draft as unknown as ChatRequest;
     let usage: Usage;
     try {
@@ -101,12 +107,15 @@ export class ChatService {
 
   async stream(draft: ChatDraft, ctx: CallContext): Promise<ChatStreamOutcome> {
     const model = this.catalog.resolve(draft.model, 'chat');
-    const chain = this.pipeline.chain(model, 'chat', fallbackNames(draft, ctx));
+    const chain = this.pipeline.chain(model, 'chat', fallbackNames(draft, ctx), ctx);
     const plan = this.cache?.plan(draft, model, ctx, draft.noCache === true);
     const hit = plan && this.cache ? await this.cache.lookup(plan, ctx) : undefined;
     if (hit) return this.hits.stream(model, hit, ctx);
     if (!draft.stream) draft = { ...draft, stream: true };
+    traceRequest(ctx, draft, this.pipeline.telemetry.capturesContent);
     const routed = await this.pipeline.route(this.kind(draft, ctx, true, plan), ctx, chain);
+    // The attempt that answered held the stream until its first content.
+    this.pipeline.telemetry.firstToken(ctx.observation, routed.model.id, performance.now());
     const headers = this.headers(routed, draft, routed.answer.call, plan);
     const native = routed.answer.call.native === true;
     const keep = plan?.outcome === 'lookup' && routed.model === model && !native ? plan : undefined;
@@ -138,11 +147,20 @@ export class ChatService {
     let settled = false;
     try {
       const outcome: { failure?: GatewayError } = {};
+      // The rest of the stream is the upstream's time (the client's reading included), not the gateway's.
+      const observation = ctx.observation;
+      observation?.upstreamOpen(performance.now());
       try {
         for await (const batch of readStream(held, routed.signal, outcome)) yield batch;
       } catch (error) {
         if (error instanceof CallAborted) return; // settled in finally, as a client abort
         throw error;
+      } finally {
+        observation?.upstreamClose(performance.now());
+      }
+      if (observation?.span?.isRecording() && meter.finish?.type === 'finish') {
+        observation.response = { finishReasons: [meter.finish.finishReason] };
+        if (this.pipeline.telemetry.capturesContent) observation.response.output = contentAttribute([{ role: 'assistant', parts: [{ type: 'text', content: meter.text }], finish_reason: meter.finish.finishReason }]);
       }
       const failure = outcome.failure;
       if (failure) {
@@ -197,6 +215,7 @@ export class ChatService {
           accountId: ctx.accountId,
           apiKeyId: ctx.apiKeyId,
           rateLimit: ctx.rateLimit,
+          ...(ctx.tpmLimit !== undefined ? { tpmLimit: ctx.tpmLimit } : {}),
           model,
           promptTokens: fast,
           cacheWrites,
@@ -219,7 +238,7 @@ export class ChatService {
           clampMaxTokens: draft.clampMaxTokens === true || this.config.routing.clampMaxTokens,
         }),
       attempt: async (target: Target, _plan: ChatPlan, admission: Admission, signal: CallSignal) => {
-        const family = PROVIDER_FAMILIES[target.provider.type as ChatProviderType];
+        const family = chatFamily(target.provider, target.deployment.upstreamModel);
         request.model = target.model.id;
         request.upstreamModel = target.deployment.upstreamModel;
         request.maxTokens = admission.maxTokens;
@@ -230,7 +249,7 @@ export class ChatService {
           inlined = true;
         }
         const call = family.buildChatRequest(request, target.provider);
-        const response = await acceptOrThrow(target.provider, await this.upstream.send(target.provider, call, signal), family.errorMessage);
+        const response = await acceptOrThrow(target.provider, await this.upstream.send(target.provider, call, signal, target.traceHeaders), family.errorMessage);
         if (stream) return { held: await holdStream(response, family, request, target.provider, translation, keep, signal), call };
         let text: string;
         try {
@@ -269,6 +288,15 @@ export class ChatService {
     }
     return headers;
   }
+}
+
+/** The GenAI request attributes of the call's attempt spans (traced requests only). */
+function traceRequest(ctx: CallContext, draft: ChatDraft, captureContent: boolean): void {
+  const observation = ctx.observation;
+  // A trace not sampled records nothing: no work for its attributes.
+  if (!observation?.span?.isRecording()) return;
+  observation.request = { maxTokens: draft.maxTokens, temperature: draft.temperature };
+  if (captureContent) observation.request.input = contentAttribute(draft.messages);
 }
 
 function cacheRecord(plan: CachePlan | undefined): { outcome: 'bypass' | 'miss' } | undefined {

@@ -1,5 +1,5 @@
-import type { ChatProviderType, GatewayConfig, ModelConfig } from '../../config/types.js';
-import { PROVIDER_FAMILIES } from '../../providers/registry.js';
+import type { GatewayConfig, ModelConfig } from '../../config/types.js';
+import { chatFamily, PROVIDER_FAMILIES } from '../../providers/registry.js';
 import type { PromptTokenMargin } from '../tokens.js';
 
 /**
@@ -12,7 +12,7 @@ export function modelPromptMargin(config: GatewayConfig, model: ModelConfig): Pr
   for (const deployment of model.deployments) {
     const provider = config.providers[deployment.provider];
     if (!provider || provider.type === 'deepgram') continue;
-    const family = PROVIDER_FAMILIES[provider.type as ChatProviderType];
+    const family = chatFamily(provider, deployment.upstreamModel);
     const own: PromptTokenMargin = provider.tokenizer ? { ...family.promptTokenMargin, ...provider.tokenizer } : family.promptTokenMargin;
     margin = !margin ? own : { ratio: Math.max(margin.ratio, own.ratio), splitDigits: margin.splitDigits || own.splitDigits, toolsOverhead: Math.max(margin.toolsOverhead, own.toolsOverhead) };
   }

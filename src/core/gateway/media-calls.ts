@@ -26,6 +26,7 @@ export function admitFixed(admitter: Admitter, model: ModelConfig, ctx: CallCont
     amountMicros,
     what,
     unmetered: ctx.unmetered === true || !first,
+    ...(ctx.tpmLimit !== undefined ? { tpmLimit: ctx.tpmLimit } : {}),
   });
 }
 
@@ -36,7 +37,7 @@ export function familyOf(target: Target): MediaFamily {
 
 /** Sends one upstream request; a non-2xx answer becomes the normalized error. */
 export async function sendMedia(upstream: UpstreamClient, target: Target, family: MediaFamily, call: UpstreamRequest, signal: CallSignal): Promise<UpstreamResponse> {
-  return acceptOrThrow(target.provider, await upstream.send(target.provider, call, signal), (body) => family.errorMessage(body));
+  return acceptOrThrow(target.provider, await upstream.send(target.provider, call, signal, target.traceHeaders), (body) => family.errorMessage(body));
 }
 
 /** A whole answer, at most MAX_ANSWER_BYTES. */

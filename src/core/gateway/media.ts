@@ -71,7 +71,7 @@ export class MediaService {
 
   async embed(draft: EmbeddingDraft, ctx: CallContext): Promise<EmbeddingOutcome> {
     const model = this.catalog.resolve(draft.model, 'embedding');
-    const chain = this.pipeline.chain(model, 'embedding', fallbackNames({}, ctx));
+    const chain = this.pipeline.chain(model, 'embedding', fallbackNames({}, ctx), ctx);
     const routed = await this.pipeline.route(
       {
         type: 'embedding',
@@ -139,7 +139,7 @@ export class MediaService {
 
   async transcribe(draft: TranscriptionDraft, ctx: CallContext): Promise<TranscriptionOutcome> {
     const model = this.catalog.resolve(draft.model, 'transcription');
-    const chain = this.pipeline.chain(model, 'transcription', fallbackNames({}, ctx));
+    const chain = this.pipeline.chain(model, 'transcription', fallbackNames({}, ctx), ctx);
     const specOf = (candidate: ModelConfig) => candidate.transcription ?? { responseFormats: [draft.responseFormat], timestamps: true, minBilledSeconds: 0 };
     // The model asked for is checked before the file is read (a 400 for what it cannot do).
     checkTranscription(model, specOf(model), draft.responseFormat, draft.timestampGranularities);
@@ -204,7 +204,7 @@ export class MediaService {
   /** `baseUrl`: where clients reach the gateway, for the URLs of images it hosts. */
   async generateImages(draft: ImageDraft, ctx: CallContext, baseUrl: string): Promise<ImageOutcome> {
     const model = this.catalog.resolve(draft.model ?? DEFAULT_IMAGE_MODEL, 'image');
-    const chain = this.pipeline.chain(model, 'image', fallbackNames({}, ctx));
+    const chain = this.pipeline.chain(model, 'image', fallbackNames({}, ctx), ctx);
     // A model that bills its prompt per token (gpt-image-1) holds the prompt's UTF-8 bytes as tokens too.
     const promptBound = (candidate: ModelConfig): number => (candidate.pricing.inputPer1M > 0 ? Buffer.byteLength(draft.prompt) + EMBEDDING_TOKENS_PER_INPUT : 0);
     const routed = await this.pipeline.route(

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { GatewayConfig, ModelConfig, ModelType, ProviderConfig } from '../../config/types.js';
 import type { Catalog } from '../catalog.js';
-import { CallAborted, isGatewayError, type GatewayError } from '../errors.js';
+import { CallAborted, GatewayError, isGatewayError } from '../errors.js';
 import type { HoldStore } from '../limits/holds.js';
 import type { RouteHealth } from '../routing/health.js';
 import type { Usage } from '../canonical.js';
@@ -11,6 +11,7 @@ import { buildChain, type FallbackName } from './chain.js';
 import { InFlight } from './in-flight.js';
 import { nothing } from './media-calls.js';
 import type { CacheRecord, Metered, SettledCall, Settlement } from './settlement.js';
+import type { Telemetry } from '../telemetry/telemetry.js';
 
 /** How a call that got an answer ended, for its one usage row. */
 export interface CallEnd {
@@ -52,6 +53,7 @@ export class CallPipeline implements LoopDeps {
     readonly holds: HoldStore,
     private readonly settlement: Settlement,
     readonly logger: Logger,
+    readonly telemetry: Telemetry,
   ) {
     this.sweeper = setInterval(() => this.sweep(), DEADLINE_SWEEP_MS);
     this.sweeper.unref();
@@ -62,8 +64,16 @@ export class CallPipeline implements LoopDeps {
     return this.inFlight.settled(timeoutMs);
   }
 
-  /** The models a call may be served by, in order (chain.ts); 400 naming the field for a fallback that is not in the catalog. */
-  chain(asked: ModelConfig, type: ModelType, requested: readonly FallbackName[]): readonly ModelConfig[] {
+  /**
+   * The models a call may be served by, in order (chain.ts); 400 naming the field for a
+   * fallback that is not in the catalog. A key with a models list (ctx.policy) gets 403 for the
+   * model it asked for or a fallback it named outside that list; the config's fallbacks
+   * outside it are left out.
+   */
+  chain(asked: ModelConfig, type: ModelType, requested: readonly FallbackName[], ctx?: CallContext): readonly ModelConfig[] {
+    const policy = ctx?.policy;
+    policy?.checkModel(asked, ctx?.requestedModel ?? asked.id);
+    if (ctx?.observation && ctx.requestId === ctx.observation.requestId) ctx.observation.model = asked.id;
     // Most calls name no fallback and their model has none: one chain per model, built once.
     if (requested.length === 0 && this.config.routing.fallbacks[asked.id] === undefined) {
       let alone = this.alone.get(asked);
@@ -73,7 +83,13 @@ export class CallPipeline implements LoopDeps {
       }
       return alone;
     }
-    return buildChain(this.catalog, this.config.routing.fallbacks, asked, type, requested);
+    const chain = buildChain(this.catalog, this.config.routing.fallbacks, asked, type, requested);
+    if (!policy) return chain;
+    requested.forEach(({ name, field }) => {
+      const model = this.catalog.find(name);
+      if (!policy.allowsModel(model)) throw policyRefusal(field, name);
+    });
+    return chain.filter((model) => policy.allowsModel(model));
   }
 
   async route<Plan, Answer>(kind: CallKind<Plan, Answer>, ctx: CallContext, chain: readonly ModelConfig[]): Promise<Routed<Plan, Answer>> {
@@ -130,6 +146,7 @@ export class CallPipeline implements LoopDeps {
         hold: routed.admission.hold,
         cache: end.cache,
         requestedModel: ctx.requestedModel,
+        observation: ctx.observation,
       });
     } finally {
       this.health.end(deployment.id);
@@ -176,6 +193,7 @@ export class CallPipeline implements LoopDeps {
         startedAt: ctx.startedAt,
         hold: call.hold,
         requestedModel: ctx.requestedModel,
+        observation: ctx.observation,
       });
     } catch (settleError) {
       this.logger.error({ err: settleError, req_id: ctx.requestId }, 'could not settle a failed call');
@@ -194,4 +212,9 @@ export class CallPipeline implements LoopDeps {
     }
     return list[index] ?? provider;
   }
+}
+
+/** A fallback the client named that its key may not call. */
+function policyRefusal(field: string, name: string): GatewayError {
+  return new GatewayError({ status: 403, type: 'permission_error', reason: 'model_not_allowed', param: field, message: `${field}: this API key may not call '${name}': its models list does not include it` });
 }

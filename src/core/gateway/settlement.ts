@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { TokenLimiter } from '../limits/tokens.js';
 import type { ModelConfig } from '../../config/types.js';
 import type { Usage } from '../canonical.js';
 import type { HoldRef, HoldStore } from '../limits/holds.js';
@@ -10,6 +11,8 @@ import { isTransient, isUniqueViolation } from '../../store/errors.js';
 import type { LocalWrites, Store } from '../../store/types.js';
 import type { CacheOutcome, NewUsage } from '../../store/usage.js';
 import { LedgerWriter, writeCall, type LedgerWriterOptions } from './ledger-writer.js';
+import type { Observation } from '../telemetry/observation.js';
+import type { Telemetry } from '../telemetry/telemetry.js';
 
 export interface SettleInput {
   requestId: string;
@@ -40,6 +43,8 @@ export interface SettleInput {
   cache?: CacheRecord | undefined;
   /** The alias the client named the model by (CallContext.requestedModel); `model` is the catalog model billed. */
   requestedModel?: string | undefined;
+  /** The request's metrics and traces (CallContext.observation). */
+  observation?: Observation | undefined;
 }
 
 export interface CacheRecord {
@@ -63,8 +68,14 @@ export interface SettledCall {
 }
 
 export interface SettlementOptions extends LedgerWriterOptions {
+  /** Keys' tokens per minute: a call counted at its bound is counted at its real figure once settled. */
+  tokens?: TokenLimiter;
+  /** Told of every charged call once it is in the ledger's queue (the alerts watch spend: core/alerts/monitor.ts). */
+  onCharged?: (accountId: string, apiKeyId: string | null, watched: boolean) => void;
   /** How often to look for journals that stopped daemons left (0: only at start). */
   orphanScanMs?: number;
+  /** Told of every settled call once it is on its way to the ledger (metrics count what the ledger charges). */
+  telemetry?: Telemetry;
 }
 
 /**
@@ -81,6 +92,9 @@ export class Settlement {
   /** SQLite: where stopped daemons' journals are applied. Absent (PostgreSQL): no journals. */
   private readonly local: LocalWrites | undefined;
   private readonly orphanTimer: NodeJS.Timeout | undefined;
+  private readonly tokens: TokenLimiter | undefined;
+  private readonly onCharged: ((accountId: string, apiKeyId: string | null, watched: boolean) => void) | undefined;
+  private readonly telemetry: Telemetry | undefined;
 
   constructor(
     store: Store,
@@ -90,6 +104,9 @@ export class Settlement {
     options: SettlementOptions = {},
   ) {
     this.writer = new LedgerWriter(store, holds, usage, logger, options);
+    this.tokens = options.tokens;
+    this.onCharged = options.onCharged;
+    this.telemetry = options.telemetry;
     this.local = store.local;
     const scanMs = options.orphanScanMs ?? 30_000;
     if (this.writer.journal && scanMs > 0) {
@@ -114,6 +131,13 @@ export class Settlement {
     try {
       const usage = input.usage;
       const metered = input.metered;
+      const counted = input.hold.countedTokens;
+      if (counted !== undefined && this.tokens) {
+        // The minute's count takes the real figure (0 for a call that failed before any answer).
+        const real = (usage?.inputTokens ?? 0) + (usage?.outputTokens ?? 0);
+        input.hold.countedTokens = undefined;
+        if (real !== counted) this.tokens.settle(input.hold.keyId, input.hold.id, real).catch((error: unknown) => this.logger.warn({ err: error, req_id: input.requestId }, 'could not count the call\'s tokens'));
+      }
       cost = metered ? metered.costMicros : usage ? costMicros(input.model.pricing, usage) : 0;
       // The provider counted past the prompt bound the hold was priced with: never charge past
       // the hold (no wallet or budget is overspent); the difference stays on the usage row
@@ -154,6 +178,7 @@ export class Settlement {
         if (input.cache.savedMicros !== undefined) row.cacheSavedMicros = input.cache.savedMicros;
       }
       await this.writer.enqueue(cost, row, input.hold);
+      if (cost > 0) this.onCharged?.(row.accountId, row.apiKeyId, input.hold.watched === true);
     } catch (error) {
       // Not billed: the hold goes now, and the answer is not given (no call goes unbilled).
       await this.holds.release(input.hold).catch((releaseError: unknown) => this.logger.error({ err: releaseError, req_id: input.requestId }, 'could not release a hold'));
@@ -164,6 +189,12 @@ export class Settlement {
         reason: 'billing_unavailable',
         message: 'the call could not be recorded in the ledger (the database is unavailable), so its answer is withheld and it is not billed: retry shortly',
       });
+    }
+    // Billed: telemetry never turns a billed call into an error.
+    try {
+      this.telemetry?.settled(row, input.observation);
+    } catch (error) {
+      this.logger.warn({ err: error, req_id: input.requestId }, 'could not record a settled call\'s metrics');
     }
     return { costMicros: cost, row };
   }

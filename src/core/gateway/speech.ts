@@ -59,7 +59,7 @@ export class SpeechCalls {
 
   async speech(draft: SpeechDraft, ctx: CallContext): Promise<SpeechOutcome> {
     const model = this.catalog.resolve(draft.model, 'speech');
-    const chain = this.pipeline.chain(model, 'speech', fallbackNames({}, ctx));
+    const chain = this.pipeline.chain(model, 'speech', fallbackNames({}, ctx), ctx);
     const routed = await this.pipeline.route(
       {
         type: 'speech',
@@ -112,6 +112,8 @@ export class SpeechCalls {
     try {
       yield first;
       delivered += first.length;
+      // The rest of the audio is the upstream's time (metrics: not the gateway's overhead).
+      ctx.observation?.upstreamOpen(performance.now());
       try {
         // Read through one iterator, never left with `break`: leaving a for-await would destroy
         // the body, and an aborted call reads the rest of it to measure the share the client took.
@@ -122,6 +124,7 @@ export class SpeechCalls {
           yield next.value;
           delivered += next.value.length;
         }
+        ctx.observation?.upstreamClose(performance.now());
       } catch (error) {
         if (ctx.signal.aborted) return; // settled in finally, as a client abort
         // The upstream broke mid-audio: its fault, not charged; the client's response is cut.

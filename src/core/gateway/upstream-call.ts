@@ -1,5 +1,5 @@
 import type { ProviderConfig } from '../../config/types.js';
-import { retryAfterMs, upstreamHttpError } from '../../providers/shared/errors.js';
+import { awsErrorType, credentialSettings, retryAfterMs, upstreamHttpError } from '../../providers/shared/errors.js';
 import type { UpstreamResponse } from '../../providers/shared/upstream.js';
 
 /** A cap on upstream error bodies read into memory. */
@@ -18,7 +18,15 @@ export async function acceptOrThrow(provider: ProviderConfig, response: Upstream
   } catch {
     body = undefined;
   }
-  throw upstreamHttpError(provider.name, { status: response.status, message: errorMessage(body), body, retryAfterMs: retryAfterMs(response.headers, Date.now()) });
+  const errorType = awsErrorType(response.headers);
+  throw upstreamHttpError(provider.name, {
+    status: response.status,
+    message: errorMessage(body),
+    body,
+    retryAfterMs: retryAfterMs(response.headers, Date.now()),
+    credentials: credentialSettings(provider.type),
+    ...(errorType !== undefined ? { errorType } : {}),
+  });
 }
 
 /** At most `limit` bytes of a body (the rest is dropped and the body destroyed); `undefined` from readAll when it is larger. */

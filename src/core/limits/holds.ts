@@ -16,6 +16,10 @@ export interface HoldRef {
   accountId: string;
   keyId: string;
   amountMicros: number;
+  /** Set when the call was counted against its key's tokens per minute (at its bound); settlement counts the real figure. */
+  countedTokens?: number;
+  /** Set when the call's key has a budget or its account a spend limit: the alerts watch its charge. */
+  watched?: boolean;
 }
 
 export interface HoldChange {
@@ -42,6 +46,8 @@ export interface HoldStore {
   shrink(changes: readonly HoldChange[]): Promise<void>;
   /** Totals without taking a hold (for 402 messages). */
   held(accountId: string, keyId: string): Promise<HoldTotals>;
+  /** µINR this daemon holds now, over every account (the metrics' gauge). */
+  heldHere(): number;
   close(): void;
 }
 
@@ -91,6 +97,12 @@ export class MemoryHoldStore implements HoldStore {
 
   heldSync(accountId: string, keyId: string): HoldTotals {
     return { accountHeldMicros: this.byAccount.get(accountId) ?? 0, keyHeldMicros: this.byKey.get(keyId) ?? 0 };
+  }
+
+  heldHere(): number {
+    let total = 0;
+    for (const amount of this.byAccount.values()) total += amount;
+    return total;
   }
 
   close(): void {}
@@ -247,7 +259,8 @@ const SHRINK_COALESCE_MS = 5;
  * daemon's holds linger; at start a daemon also drops the holds its previous run left.
  */
 export class RedisHoldStore implements HoldStore {
-  private readonly mine = new Map<string, string>();
+  /** This daemon's open holds, by id (their lease members are built from them). */
+  private readonly mine = new Map<string, HoldRef>();
   /** Holds lowered but not yet sent (account key, key key, hold id, amount; repeated). */
   private shrinkArgs: (string | number)[] = [];
   private shrinkSent: Promise<void> | undefined;
@@ -291,7 +304,7 @@ export class RedisHoldStore implements HoldStore {
 
   async acquire(hold: HoldRef): Promise<HoldTotals> {
     const member = this.leaseMember(hold);
-    this.mine.set(hold.id, member);
+    this.mine.set(hold.id, hold);
     const reply = (await this.scripts.acquire(...this.keys(hold.accountId, hold.keyId), hold.id, hold.amountMicros, member, this.leaseMs)) as number[];
     return { accountHeldMicros: Number(reply[0]), keyHeldMicros: Number(reply[1]) };
   }
@@ -303,7 +316,7 @@ export class RedisHoldStore implements HoldStore {
   async acquireIfAdmitted(keyId: string, limit: number, requestId: string, hold: HoldRef): Promise<{ rate: RateDecision; totals?: HoldTotals }> {
     const member = this.leaseMember(hold);
     const [account, key, leases] = this.keys(hold.accountId, hold.keyId);
-    this.mine.set(hold.id, member);
+    this.mine.set(hold.id, hold);
     let reply: unknown[];
     try {
       reply = (await this.scripts.admit(windowKey(this.prefix, keyId), account, key, leases, limit, WINDOW_MS, requestId, hold.id, hold.amountMicros, member, this.leaseMs)) as unknown[];
@@ -320,20 +333,16 @@ export class RedisHoldStore implements HoldStore {
   }
 
   async release(hold: HoldRef): Promise<void> {
-    const member = this.mine.get(hold.id);
-    if (member === undefined) return;
-    this.mine.delete(hold.id);
-    await this.scripts.release(...this.keys(hold.accountId, hold.keyId), hold.id, member);
+    if (!this.mine.delete(hold.id)) return;
+    await this.scripts.release(...this.keys(hold.accountId, hold.keyId), hold.id, this.leaseMember(hold));
   }
 
   async releaseAll(holds: readonly HoldRef[]): Promise<void> {
     const args: string[] = [];
     for (const hold of holds) {
-      const member = this.mine.get(hold.id);
-      if (member === undefined) continue;
-      this.mine.delete(hold.id);
+      if (!this.mine.delete(hold.id)) continue;
       const [account, key] = this.keys(hold.accountId, hold.keyId);
-      args.push(account, key, hold.id, member);
+      args.push(account, key, hold.id, this.leaseMember(hold));
     }
     if (args.length > 0) await this.scripts.releaseMany(this.leases, ...args);
   }
@@ -369,6 +378,12 @@ export class RedisHoldStore implements HoldStore {
     return { accountHeldMicros: Number(reply[0]), keyHeldMicros: Number(reply[1]) };
   }
 
+  heldHere(): number {
+    let total = 0;
+    for (const hold of this.mine.values()) total += hold.amountMicros;
+    return total;
+  }
+
   close(): void {
     clearInterval(this.timer);
     clearInterval(this.purgeTimer);
@@ -395,7 +410,7 @@ export class RedisHoldStore implements HoldStore {
   private async renew(): Promise<void> {
     if (this.mine.size === 0) return;
     try {
-      await this.scripts.renew(this.leases, this.leaseMs, ...this.mine.values());
+      await this.scripts.renew(this.leases, this.leaseMs, ...[...this.mine.values()].map((hold) => this.leaseMember(hold)));
     } catch {
       // Redis unreachable: the next renewal tries again; leases are three renewals long.
     }

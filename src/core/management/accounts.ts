@@ -76,6 +76,19 @@ export class AccountService {
     return this.store.accounts.list(limit, offset);
   }
 
+  /**
+   * Sets what all of an account's keys together may spend per period (issue 30): the fields
+   * given change, the others stay; a limit of null removes it. Its period starts over.
+   */
+  async setSpendLimit(account: Account, change: { limitMicros?: number | null; period?: string | null }): Promise<Account> {
+    const limit = change.limitMicros !== undefined ? change.limitMicros : account.spendLimitMicros;
+    const period = change.period !== undefined ? change.period : account.spendPeriod;
+    if (limit === null && change.period !== undefined && change.period !== null) throw errors.invalidField('spend_period', 'needs a spend limit: set spend_limit too');
+    const updated = await this.store.accounts.setSpendLimit(account.id, limit, limit === null ? null : period, Date.now());
+    if (!updated) throw errors.notFound('account', account.id);
+    return updated;
+  }
+
   async hasAdmin(): Promise<boolean> {
     return (await this.store.accounts.countAdmins()) > 0;
   }

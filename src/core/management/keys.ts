@@ -12,6 +12,15 @@ export interface NewKeyInput {
   expiresAt?: number | null;
   /** false: the response cache neither serves nor stores this key's calls. */
   cache?: boolean;
+  /** The models the key may call (ids, aliases, patterns); absent or empty: all. */
+  models?: readonly string[];
+  /** The addresses and CIDRs the key may be used from; absent or empty: anywhere. */
+  allowedIps?: readonly string[];
+  /** Calls in flight at once, tokens per minute; null or absent: no limit. */
+  maxParallel?: number | null;
+  tpmLimit?: number | null;
+  /** The period the budget renews over (canonical text, core/periods.ts); null or absent: the key's life. */
+  budgetPeriod?: string | null;
 }
 
 /** Issues, lists, updates and revokes `sk-` and `akm-` keys. */
@@ -40,6 +49,11 @@ export class KeyService {
       expiresAt: input.expiresAt ?? null,
       now: this.now(),
       cache: input.cache ?? true,
+      ...(input.models ? { models: input.models } : {}),
+      ...(input.allowedIps ? { allowedIps: input.allowedIps } : {}),
+      maxParallel: input.maxParallel ?? null,
+      tpmLimit: input.tpmLimit ?? null,
+      budgetPeriod: input.budgetPeriod ?? null,
     });
     return { record, secret };
   }

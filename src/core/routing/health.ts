@@ -28,6 +28,16 @@ export interface DeploymentStats {
 }
 
 /** A provider key's identity in rests and views: a fingerprint, never the key. */
+/**
+ * The credentials a provider's calls rotate over: its API keys, or the one set of cloud
+ * credentials it signs with (Bedrock's IAM keys, Vertex's service account), which rests when
+ * refused as a key does.
+ */
+function credentialCount(provider: ProviderConfig): number {
+  if (provider.apiKeys.length > 0) return provider.apiKeys.length;
+  return provider.bedrock?.credentials !== undefined || provider.vertex?.serviceAccount !== undefined ? 1 : 0;
+}
+
 export function keyFingerprint(key: string): string {
   return createHash('sha256').update(key).digest('hex').slice(0, 12);
 }
@@ -110,7 +120,7 @@ export class RouteHealth {
    * the soft-resting one whose rest ends first (decide.ts isSoftRest). Undefined when none is left.
    */
   nextKey(provider: ProviderConfig, now: number, exclude?: ReadonlySet<number>): number | undefined {
-    const count = provider.apiKeys.length;
+    const count = credentialCount(provider);
     if (count <= 1) {
       if (exclude?.has(0)) return undefined;
       const rest = count === 1 ? this.keyRest(provider, 0, now) : undefined;
@@ -134,9 +144,10 @@ export class RouteHealth {
 
   /** When every key of the provider rests: the soonest-ending of their rests. */
   keysRest(provider: ProviderConfig, now: number): Rest | undefined {
-    if (provider.apiKeys.length === 0 || this.rests.size === 0) return undefined;
+    const count = credentialCount(provider);
+    if (count === 0 || this.rests.size === 0) return undefined;
     let soonest: Rest | undefined;
-    for (let index = 0; index < provider.apiKeys.length; index++) {
+    for (let index = 0; index < count; index++) {
       const rest = this.keyRest(provider, index, now);
       if (!rest) return undefined;
       if (!soonest || rest.until < soonest.until) soonest = rest;

@@ -1,5 +1,6 @@
 import type {
   Account,
+  AlertView,
   ApiKey,
   CatalogModel,
   CreatedApiKey,
@@ -151,11 +152,14 @@ export class ApiClient {
     return this.get('/api/api-keys');
   }
 
-  createApiKey(input: { name: string; rate_limit: number; budget: number; expires_at?: string }): Promise<CreatedApiKey> {
+  createApiKey(input: { name: string; rate_limit: number; budget: number; expires_at?: string; models?: string[]; allowed_ips?: string[]; max_parallel?: number; tpm_limit?: number; budget_period?: string }): Promise<CreatedApiKey> {
     return this.request('POST', '/api/api-keys', { body: input });
   }
 
-  updateApiKey(id: string, changes: { name?: string; rate_limit?: number; budget?: number; expires_at?: string | null }): Promise<ApiKey> {
+  updateApiKey(
+    id: string,
+    changes: { name?: string; rate_limit?: number; budget?: number; expires_at?: string | null; models?: string[]; allowed_ips?: string[]; max_parallel?: number | null; tpm_limit?: number | null; budget_period?: string | null },
+  ): Promise<ApiKey> {
     return this.request('PATCH', `/api/api-keys/${encodeURIComponent(id)}`, { body: changes });
   }
 
@@ -210,6 +214,14 @@ export class ApiClient {
 
   topup(accountId: string, input: { amount: number; reference: string }): Promise<TopupResult> {
     return this.request('POST', `/api/admin/accounts/${encodeURIComponent(accountId)}/topups`, { body: input });
+  }
+
+  setSpendLimit(accountId: string, changes: { spend_limit: number; spend_period: string | null }): Promise<Account> {
+    return this.request('PATCH', `/api/admin/accounts/${encodeURIComponent(accountId)}`, { body: changes });
+  }
+
+  alerts(signal?: AbortSignal): Promise<ListOf<AlertView>> {
+    return this.get('/api/admin/alerts', signal);
   }
 
   accountKeys(accountId: string, signal?: AbortSignal): Promise<ListOf<ApiKey>> {

@@ -8,6 +8,24 @@ export interface User {
   name: string;
   role: Role;
   balance: number;
+  /** ₹ per spend_period that all of its keys together may spend; null: none. */
+  spend_limit?: number | null;
+  spend_period?: string | null;
+  spent_this_period?: number | null;
+  period_resets_at?: string | null;
+  created_at: string;
+}
+
+/** An alert the gateway raised (GET /api/admin/alerts). */
+export interface AlertView {
+  id: string;
+  event: string;
+  subject: string;
+  account_id: string | null;
+  text: string;
+  delivery: 'pending' | 'delivered' | 'failed' | 'not_sent';
+  attempts: number;
+  last_error: string | null;
   created_at: string;
 }
 
@@ -41,6 +59,17 @@ export interface ApiKey {
   /** INR; 0 = unlimited. */
   budget: number;
   spent: number;
+  /** The models the key may call (ids, aliases, patterns); empty: all. */
+  models?: string[];
+  /** The addresses and CIDRs it may be used from; empty: anywhere. */
+  allowed_ips?: string[];
+  /** Calls in flight at once, tokens per minute; null: no limit. */
+  max_parallel?: number | null;
+  tpm_limit?: number | null;
+  /** The period the budget renews over; null: for the key's life. */
+  budget_period?: string | null;
+  spent_this_period?: number;
+  period_resets_at?: string | null;
   status: KeyStatus;
   expires_at: string | null;
   created_at: string;
@@ -185,6 +214,11 @@ export interface Account {
   name: string;
   role: Role;
   balance: number;
+  /** ₹ per spend_period that all of its keys together may spend; null: none. */
+  spend_limit?: number | null;
+  spend_period?: string | null;
+  spent_this_period?: number | null;
+  period_resets_at?: string | null;
   created_at: string;
 }
 

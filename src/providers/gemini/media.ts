@@ -4,7 +4,7 @@ import type { EmbeddingAdapter, ImageAdapter } from '../media.js';
 import { upstreamMalformed } from '../shared/errors.js';
 import { providerHeaders } from '../shared/headers.js';
 import { asArray, asRecord, asString } from '../shared/json.js';
-import { numberArray } from '../shared/vectors.js';
+import { embeddingTexts, numberArray, unitVector } from '../shared/vectors.js';
 import { GatewayError } from '../../core/errors.js';
 import { geminiHeaders } from './convert-request.js';
 
@@ -18,7 +18,7 @@ export const GEMINI_EMBED_BATCH = 100;
 export const geminiEmbeddings: EmbeddingAdapter = {
   build(request: EmbeddingRequest, provider: ProviderConfig) {
     // The ingress refuses token arrays for models without token_arrays (Gemini's).
-    const texts = request.input.kind === 'text' ? request.input.texts : request.input.tokens.map((tokens) => tokens.join(' '));
+    const texts = embeddingTexts(request.input);
     const model = `models/${request.upstreamModel}`;
     const calls = [];
     for (let start = 0; start < texts.length; start += GEMINI_EMBED_BATCH) {
@@ -44,7 +44,7 @@ export const geminiEmbeddings: EmbeddingAdapter = {
         if (!values) throw upstreamMalformed(provider.name, 'an embedding without values');
         // Only Gemini's full-length vectors are unit length; shortened ones must be normalized
         // (Google's guidance), as OpenAI's always are: cosine and dot-product users rely on it.
-        vectors.push(request.dimensions !== undefined ? normalized(values) : values);
+        vectors.push(request.dimensions !== undefined ? unitVector(values) : values);
       }
     }
     const count = request.input.kind === 'text' ? request.input.texts.length : request.input.tokens.length;
@@ -53,13 +53,6 @@ export const geminiEmbeddings: EmbeddingAdapter = {
     return { vectors };
   },
 };
-
-function normalized(values: number[]): number[] {
-  let sum = 0;
-  for (const value of values) sum += value * value;
-  const norm = Math.sqrt(sum);
-  return norm > 0 ? values.map((value) => value / norm) : values;
-}
 
 /** Gemini's image sizes: each aspect ratio it takes, at its 1K resolution. */
 export const GEMINI_ASPECT_RATIOS: Readonly<Record<string, string>> = {

@@ -15,6 +15,28 @@ export interface UpstreamErrorAnswer {
   body: unknown;
   /** `retry-after-ms`, else `retry-after` (seconds or an HTTP date), in ms. */
   retryAfterMs: number | undefined;
+  /** AWS's error name (`x-amzn-errortype`, before its colon), when the upstream is an AWS service. */
+  errorType?: string;
+  /** The provider's settings an administrator must check when its credentials are refused. */
+  credentials?: string;
+}
+
+/** AWS's names for a request whose credentials or signature were refused. */
+const AWS_CREDENTIAL_ERRORS = new Set(['InvalidSignatureException', 'UnrecognizedClientException', 'ExpiredTokenException', 'IncompleteSignatureException', 'MissingAuthenticationTokenException', 'InvalidClientTokenId', 'SignatureDoesNotMatch']);
+
+/** The error name an AWS service puts in `x-amzn-errortype` (`Name:namespace`, or `Name`). */
+export function awsErrorType(headers: Readonly<Record<string, string | string[] | undefined>>): string | undefined {
+  const value = headerValue(headers['x-amzn-errortype']);
+  if (!value) return undefined;
+  const name = value.split(':')[0]?.trim();
+  return name ? name : undefined;
+}
+
+/** The settings that hold a provider type's credentials, for the message when they are refused. */
+export function credentialSettings(type: string): string {
+  if (type === 'bedrock') return 'access_key_id and secret_access_key (or api_key)';
+  if (type === 'vertex') return 'credentials (the service account and its roles)';
+  return 'api_key';
 }
 
 export function upstreamHttpError(provider: string, answer: UpstreamErrorAnswer): GatewayError {
@@ -23,6 +45,11 @@ export function upstreamHttpError(provider: string, answer: UpstreamErrorAnswer)
   const upstream: UpstreamFailure = { kind: 'http', status };
   if (retryAfterMs !== undefined) upstream.retryAfterMs = retryAfterMs;
   const code = errorCode(answer.body);
+  const aws = answer.errorType;
+  if (aws !== undefined) {
+    const refused = awsRefusal(provider, aws, answer, upstream, detail);
+    if (refused) return refused;
+  }
   if (status === 404 && code === 'DeploymentNotFound') {
     // Azure OpenAI: the model's upstream_model names no deployment of the resource. The
     // gateway's configuration, not the client's request: another deployment may serve it.
@@ -34,6 +61,11 @@ export function upstreamHttpError(provider: string, answer: UpstreamErrorAnswer)
       message: `${provider} has no deployment of that name${detail}: an administrator must check the model's upstream_model`,
       upstream,
     });
+  }
+  if (status === 404 && /^Publisher Model .* (was not found|not found)/.test(answer.message ?? '')) {
+    // Vertex: the project cannot reach the model there (not enabled, another region): the configuration's mistake.
+    upstream.misconfigured = true;
+    return new GatewayError({ status: 502, type: 'upstream_error', reason: 'upstream_model_not_found', message: `${provider} has no such model for the project in its region: an administrator must check the model's upstream_model, the provider's region and the model's enablement`, upstream });
   }
   if (status === 400 && code === 'content_filter') {
     // Azure OpenAI's content filter refused the prompt: the client's to change, and the same
@@ -56,7 +88,8 @@ export function upstreamHttpError(provider: string, answer: UpstreamErrorAnswer)
       status: 502,
       type: 'upstream_error',
       reason: 'upstream_auth_failed',
-      message: `${provider} refused the gateway's credentials (HTTP ${status}): an administrator must check the provider's api_key`,
+      // Not the upstream's words: they may quote the credential.
+      message: `${provider} refused the gateway's credentials (HTTP ${status}): an administrator must check the provider's ${answer.credentials ?? 'api_key'}`,
       upstream,
     });
   }
@@ -81,6 +114,56 @@ export function upstreamHttpError(provider: string, answer: UpstreamErrorAnswer)
     retryable: true,
     upstream,
   });
+}
+
+/** AWS's answers that its status alone does not classify right. */
+function awsRefusal(provider: string, name: string, answer: UpstreamErrorAnswer, upstream: UpstreamFailure, detail: string): GatewayError | undefined {
+  if (AWS_CREDENTIAL_ERRORS.has(name)) {
+    // The router rests a refused credential as it rests a refused key.
+    upstream.status = 401;
+    return new GatewayError({
+      status: 502,
+      type: 'upstream_error',
+      reason: 'upstream_auth_failed',
+      // AWS's name, not its words: a signature mismatch quotes the canonical request (with any session token).
+      message: `${provider} refused the gateway's AWS credentials (${name}): an administrator must check the provider's ${answer.credentials ?? 'credentials'}`,
+      upstream,
+    });
+  }
+  if (name === 'AccessDeniedException') {
+    upstream.misconfigured = true;
+    return new GatewayError({
+      status: 502,
+      type: 'upstream_error',
+      reason: 'upstream_access_denied',
+      // Not AWS's words: they name the account and the role.
+      message: `${provider} denied access (${name}): an administrator must grant the credentials bedrock:InvokeModel on the model and enable the model in Bedrock's model access`,
+      upstream,
+    });
+  }
+  if (name === 'ResourceNotFoundException' || (name === 'ValidationException' && /model identifier is invalid|model (id|identifier).*(not (found|supported))|on-demand throughput isn.t supported/i.test(answer.message ?? ''))) {
+    // The model's upstream_model names no model (or a model only an inference profile serves): the configuration's mistake.
+    upstream.misconfigured = true;
+    return new GatewayError({ status: 502, type: 'upstream_error', reason: 'upstream_model_not_found', message: `${provider} does not serve that model${detail}: an administrator must check the model's upstream_model`, upstream });
+  }
+  if (name === 'ServiceQuotaExceededException') {
+    // A 400 from AWS, but the account's quota, not the request: another deployment may serve it.
+    upstream.status = 429;
+    upstream.quota = true;
+    return new GatewayError({ status: 429, type: 'rate_limit_exceeded', reason: 'upstream_quota_exhausted', message: `${provider} says the account's quota is exhausted${detail}`, retryable: true, upstream });
+  }
+  if (name === 'ModelNotReadyException' || name === 'ServiceUnavailableException') {
+    return new GatewayError({
+      status: 503,
+      type: 'upstream_error',
+      reason: 'upstream_unavailable',
+      message: `${provider} cannot serve the model right now (${name}${detail})`,
+      retryable: true,
+      headers: answer.retryAfterMs !== undefined ? { 'retry-after': String(Math.max(1, Math.ceil(answer.retryAfterMs / 1000))) } : {},
+      upstream,
+    });
+  }
+  return undefined;
 }
 
 /**

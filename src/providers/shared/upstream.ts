@@ -2,8 +2,9 @@ import { Readable } from 'node:stream';
 import type { Agent as UndiciAgent, Dispatcher } from 'undici';
 import type { ProviderConfig } from '../../config/types.js';
 import type { CallSignal } from '../../core/abort.js';
-import { CallAborted, type GatewayError } from '../../core/errors.js';
-import type { UpstreamRequest } from '../types.js';
+import { CallAborted, GatewayError, isGatewayError } from '../../core/errors.js';
+import { authenticatorFor } from '../auth.js';
+import type { Authenticator, UpstreamRequest } from '../types.js';
 import { upstreamBroken, upstreamTimeout } from './errors.js';
 import { Agent, requestVia } from './http-agent.js';
 
@@ -20,12 +21,18 @@ export interface UpstreamResponse {
  */
 export class UpstreamClient {
   private readonly agents = new Map<string, UndiciAgent>();
+  /** The credential step of each provider that has one (its token cache lives there). */
+  private readonly authenticators = new Map<string, { for: ProviderConfig['bedrock'] | ProviderConfig['vertex']; auth: Authenticator | undefined }>();
   /** Upstream URLs split once into origin and path: the agent is called directly, with no URL parse per call. */
   private readonly targets = new Map<string, { origin: string; path: string }>();
 
-  async send(provider: ProviderConfig, call: UpstreamRequest, signal: CallSignal): Promise<UpstreamResponse> {
+  /** `extraHeaders`: the attempt's own (its trace context), over the family's. */
+  async send(provider: ProviderConfig, request: UpstreamRequest, signal: CallSignal, extraHeaders?: Record<string, string>): Promise<UpstreamResponse> {
+    const call = extraHeaders === undefined ? request : { ...request, headers: { ...request.headers, ...extraHeaders } };
     try {
       const { origin, path } = this.target(call.url);
+      const auth = this.authenticator(provider);
+      if (auth) return await this.sendAuthorized(provider, auth, origin, path, call, signal);
       const response = await requestVia(this.agent(provider), {
         origin,
         path,
@@ -38,7 +45,31 @@ export class UpstreamClient {
       });
       return { status: response.statusCode, headers: response.headers, body: response.body };
     } catch (error) {
+      if (isGatewayError(error)) throw error;
       throw classifyUpstreamError(provider.name, error, signal, 'the response');
+    }
+  }
+
+  /**
+   * A request with the provider's credential step: the body serialized once (a signature covers
+   * it), the credential's headers added, and on a 401 one more try with a fresh credential.
+   */
+  private async sendAuthorized(provider: ProviderConfig, auth: Authenticator, origin: string, path: string, call: UpstreamRequest, signal: CallSignal): Promise<UpstreamResponse> {
+    const body = call.rawBody === undefined ? JSON.stringify(call.body) : Buffer.isBuffer(call.rawBody) ? call.rawBody : Buffer.concat(call.rawBody);
+    for (let attempt = 0; ; attempt++) {
+      let credential: Record<string, string>;
+      try {
+        credential = await auth.headers({ origin, path, headers: call.headers, body }, signal);
+      } catch (error) {
+        throw credentialFailure(provider, error, signal);
+      }
+      const headers = { ...call.headers, ...credential };
+      const response = await requestVia(this.agent(provider), { origin, path, method: 'POST', headers, body, signal, headersTimeout: provider.timeouts.firstByteMs, bodyTimeout: provider.timeouts.idleMs });
+      if (response.statusCode === 401 && attempt === 0 && auth.refused?.(credential) === true) {
+        await response.body.dump().catch(() => undefined);
+        continue;
+      }
+      return { status: response.statusCode, headers: response.headers, body: response.body };
     }
   }
 
@@ -60,6 +91,56 @@ export class UpstreamClient {
     return target;
   }
 
+  private authenticator(provider: ProviderConfig): Authenticator | undefined {
+    if (provider.type !== 'bedrock' && provider.type !== 'vertex') return undefined;
+    const settings = provider.bedrock ?? provider.vertex;
+    let entry = this.authenticators.get(provider.name);
+    // Rebuilt when the provider's settings change (a reloaded config), so a token is never
+    // used for another account.
+    if (!entry || entry.for !== settings) {
+      entry = { for: settings, auth: authenticatorFor(provider, (url, form, signal) => this.postForm(provider, url, form, signal)) };
+      this.authenticators.set(provider.name, entry);
+    }
+    return entry.auth;
+  }
+
+  /**
+   * A token exchange: a form POST with a short deadline of its own (every call waiting for the
+   * token waits for it), its answer read up to 64 KB.
+   */
+  private async postForm(provider: ProviderConfig, url: string, form: string, signal: CallSignal): Promise<{ status: number; text: string }> {
+    const { origin, path } = this.target(url);
+    const deadline = setTimeout(() => signal.abort(), TOKEN_TIMEOUT_MS);
+    try {
+      const response = await requestVia(this.agent(provider), {
+        origin,
+        path,
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+        body: form,
+        signal,
+        headersTimeout: TOKEN_TIMEOUT_MS,
+        bodyTimeout: TOKEN_TIMEOUT_MS,
+      });
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of response.body as AsyncIterable<Buffer>) {
+        size += chunk.length;
+        if (size > TOKEN_ANSWER_BYTES) {
+          response.body.destroy();
+          break;
+        }
+        chunks.push(chunk);
+      }
+      return { status: response.statusCode, text: Buffer.concat(chunks).toString('utf8') };
+    } catch (error) {
+      if (signal.aborted) throw upstreamTimeout(provider.name, 'an access token');
+      throw classifyUpstreamError(provider.name, error, signal, 'an access token');
+    } finally {
+      clearTimeout(deadline);
+    }
+  }
+
   private agent(provider: ProviderConfig): UndiciAgent {
     let agent = this.agents.get(provider.name);
     if (!agent) {
@@ -74,6 +155,27 @@ export class UpstreamClient {
     }
     return agent;
   }
+}
+
+/** How long a token exchange may take, and how much of its answer is read. */
+const TOKEN_TIMEOUT_MS = 15_000;
+const TOKEN_ANSWER_BYTES = 64 * 1024;
+
+/**
+ * A credential step that failed: its own GatewayError (a refused assertion, a token endpoint
+ * that timed out), the caller leaving, or anything else (a key the signer cannot use) as the
+ * credentials' fault, not a connection's.
+ */
+function credentialFailure(provider: ProviderConfig, error: unknown, signal: CallSignal): GatewayError | CallAborted {
+  if (error instanceof CallAborted || signal.aborted) return new CallAborted('client disconnected');
+  if (isGatewayError(error)) return error;
+  return new GatewayError({
+    status: 502,
+    type: 'upstream_error',
+    reason: 'upstream_auth_failed',
+    message: `${provider.name} could not sign the request with its credentials (${(error as Error).message ?? 'unknown error'}): an administrator must check them`,
+    upstream: { kind: 'http', status: 401 },
+  });
 }
 
 /** An exception from undici (sending, or reading the body) as the error the client should see. */

@@ -28,3 +28,19 @@ export function numberArray(value: unknown): number[] | undefined {
   for (const item of value) if (typeof item !== 'number' || !Number.isFinite(item)) return undefined;
   return value as number[];
 }
+
+/** A vector scaled to unit length (a shortened Gemini or Vertex vector is not). */
+export function unitVector(values: number[]): number[] {
+  let sum = 0;
+  for (const value of values) sum += value * value;
+  const norm = Math.sqrt(sum);
+  return norm > 0 ? values.map((value) => value / norm) : values;
+}
+
+/**
+ * An embedding request's inputs as texts, for upstreams that take no token arrays (the
+ * ingress refuses those for models without `token_arrays`; this is the fallback).
+ */
+export function embeddingTexts(input: { kind: 'text'; texts: string[] } | { kind: 'tokens'; tokens: number[][] }): string[] {
+  return input.kind === 'text' ? input.texts : input.tokens.map((tokens) => tokens.join(' '));
+}

@@ -1,6 +1,6 @@
 import { toAccount, type Account, type AccountRow, type Role } from '../accounts.js';
 import type { KeyKind } from '../../core/keys.js';
-import { toKeyRecord, type KeyChanges, type KeyRecord, type KeyRow, type NewKey } from '../keys.js';
+import { listColumn, toKeyRecord, type KeyChanges, type KeyRecord, type KeyRow, type NewKey } from '../keys.js';
 import { readRetrying, type PgSql } from './db.js';
 
 /**
@@ -34,6 +34,14 @@ export class PgAccounts {
     return (await this.sql<AccountRow[]>`SELECT * FROM accounts ORDER BY created_at, id LIMIT ${limit} OFFSET ${offset}`).map(toAccount);
   }
 
+  async setSpendLimit(id: string, limitMicros: number | null, period: string | null, now: number): Promise<Account | undefined> {
+    const [row] = await this.sql<AccountRow[]>`
+      UPDATE accounts SET spend_limit_micros = ${limitMicros}, spend_period = ${period},
+        period_start = CASE WHEN spend_period IS NOT DISTINCT FROM ${period}::text THEN period_start ELSE 0 END, updated_at = ${now}
+      WHERE id = ${id} RETURNING *`;
+    return row && toAccount(row);
+  }
+
   async countAdmins(): Promise<number> {
     const [row] = await this.sql<Array<{ n: number }>>`SELECT count(*)::bigint AS n FROM accounts WHERE role = 'admin'`;
     return row?.n ?? 0;
@@ -53,8 +61,8 @@ export class PgKeys {
   async insert(key: NewKey): Promise<KeyRecord> {
     if (this.kind === 'api') {
       await this.sql`
-        INSERT INTO api_keys (id, account_id, name, key_hash, masked_key, rate_limit, budget_micros, expires_at, created_at, cache)
-        VALUES (${key.id}, ${key.accountId}, ${key.name}, ${key.keyHash}, ${key.maskedKey}, ${key.rateLimit ?? 10_000}, ${key.budgetMicros ?? null}, ${key.expiresAt}, ${key.now}, ${key.cache !== false})`;
+        INSERT INTO api_keys (id, account_id, name, key_hash, masked_key, rate_limit, budget_micros, expires_at, created_at, cache, models, allowed_ips, max_parallel, tpm_limit, budget_period)
+        VALUES (${key.id}, ${key.accountId}, ${key.name}, ${key.keyHash}, ${key.maskedKey}, ${key.rateLimit ?? 10_000}, ${key.budgetMicros ?? null}, ${key.expiresAt}, ${key.now}, ${key.cache !== false}, ${listColumn(key.models)}, ${listColumn(key.allowedIps)}, ${key.maxParallel ?? null}, ${key.tpmLimit ?? null}, ${key.budgetPeriod ?? null})`;
     } else {
       await this.sql`
         INSERT INTO management_keys (id, account_id, name, key_hash, masked_key, expires_at, created_at)
@@ -90,6 +98,15 @@ export class PgKeys {
       if (changes.rateLimit !== undefined) set.rate_limit = changes.rateLimit;
       if (changes.budgetMicros !== undefined) set.budget_micros = changes.budgetMicros;
       if (changes.cache !== undefined) set.cache = changes.cache;
+      if (changes.models !== undefined) set.models = listColumn(changes.models);
+      if (changes.allowedIps !== undefined) set.allowed_ips = listColumn(changes.allowedIps);
+      if (changes.maxParallel !== undefined) set.max_parallel = changes.maxParallel;
+      if (changes.tpmLimit !== undefined) set.tpm_limit = changes.tpmLimit;
+      if (changes.budgetPeriod !== undefined) {
+        // A changed period starts over (the same one sent again keeps its spend).
+        await this.sql`UPDATE api_keys SET period_start = 0 WHERE id = ${id} AND budget_period IS DISTINCT FROM ${changes.budgetPeriod}::text`;
+        set.budget_period = changes.budgetPeriod;
+      }
     }
     const columns = Object.keys(set);
     if (columns.length > 0) await this.sql`UPDATE ${this.sql(this.table)} SET ${this.sql(set as Record<string, string | number | boolean | null>, columns)} WHERE id = ${id}`;
@@ -124,7 +141,7 @@ export class PgKeys {
   private columns() {
     return this.kind === 'api'
       ? this.sql`*`
-      : this.sql`id, account_id, name, key_hash, masked_key, NULL::integer AS rate_limit, NULL::bigint AS budget_micros, 0::bigint AS spent_micros, expires_at, revoked_at, last_used_at, created_at, true AS cache`;
+      : this.sql`id, account_id, name, key_hash, masked_key, NULL::integer AS rate_limit, NULL::bigint AS budget_micros, 0::bigint AS spent_micros, expires_at, revoked_at, last_used_at, created_at, true AS cache, NULL::text AS models, NULL::text AS allowed_ips, NULL::integer AS max_parallel, NULL::bigint AS tpm_limit, NULL::text AS budget_period, 0::bigint AS period_start, 0::bigint AS period_base_micros`;
   }
 
   private toRecord(row: KeyRow): KeyRecord {

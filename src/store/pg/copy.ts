@@ -41,6 +41,7 @@ const TABLES: ReadonlyArray<{ name: string; order: string; booleans?: readonly s
   { name: 'ledger', order: 'id', identity: true },
   { name: 'usage', order: 'id', booleans: ['stream'], identity: true },
   { name: 'session_revocations', order: 'jti' },
+  { name: 'alerts', order: 'created_at, id' },
 ];
 
 const BATCH = 1000;

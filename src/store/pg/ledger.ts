@@ -57,7 +57,7 @@ export class PgLedger {
       // Accounts in a fixed order: two daemons' batches lock shared wallets without deadlock.
       const running = new Map<string, number>();
       for (const [accountId, { total, now }] of [...perAccount].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-        const [applied] = await tx<Array<{ balance_micros: number }>>`UPDATE accounts SET balance_micros = balance_micros - ${total}, updated_at = ${now} WHERE id = ${accountId} RETURNING balance_micros`;
+        const [applied] = await tx<Array<{ balance_micros: number }>>`UPDATE accounts SET balance_micros = balance_micros - ${total}, spent_micros = spent_micros + ${total}, updated_at = ${now} WHERE id = ${accountId} RETURNING balance_micros`;
         if (!applied) throw new Error(`account ${accountId} does not exist`);
         running.set(accountId, applied.balance_micros + total);
       }
@@ -126,7 +126,7 @@ async function append(
   amount: number,
   extra: Pick<LedgerRow, 'reference' | 'request_id' | 'api_key_id' | 'note' | 'created_by'> & { now: number },
 ): Promise<LedgerEntry> {
-  const [applied] = await tx<Array<{ balance_micros: number }>>`UPDATE accounts SET balance_micros = balance_micros + ${amount}, updated_at = ${extra.now} WHERE id = ${accountId} RETURNING balance_micros`;
+  const [applied] = await tx<Array<{ balance_micros: number }>>`UPDATE accounts SET balance_micros = balance_micros + ${amount}, spent_micros = spent_micros + ${Math.max(0, -amount)}, updated_at = ${extra.now} WHERE id = ${accountId} RETURNING balance_micros`;
   if (!applied) throw new Error(`account ${accountId} does not exist`);
   const [row] = await tx<LedgerRow[]>`
     INSERT INTO ledger (account_id, kind, amount_micros, balance_after_micros, reference, request_id, api_key_id, note, created_by, created_at)

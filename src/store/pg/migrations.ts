@@ -183,4 +183,49 @@ ALTER TABLE usage ADD COLUMN attempts integer NOT NULL DEFAULT 1 CHECK (attempts
 ALTER TABLE usage ADD COLUMN requested_model text;
 `,
   },
+  {
+    version: 6,
+    name: 'api keys: the models a key may call and the addresses it may be used from (SQLite migration 9)',
+    sql: `
+ALTER TABLE api_keys ADD COLUMN models text;
+ALTER TABLE api_keys ADD COLUMN allowed_ips text;
+`,
+  },
+  {
+    version: 7,
+    name: 'api keys: calls in flight, tokens per minute, budgets that renew; accounts: spend limits (SQLite migration 10)',
+    sql: `
+ALTER TABLE api_keys ADD COLUMN max_parallel integer CHECK (max_parallel IS NULL OR max_parallel BETWEEN 1 AND 10000);
+ALTER TABLE api_keys ADD COLUMN tpm_limit bigint CHECK (tpm_limit IS NULL OR tpm_limit > 0);
+ALTER TABLE api_keys ADD COLUMN budget_period text;
+ALTER TABLE api_keys ADD COLUMN period_start bigint NOT NULL DEFAULT 0;
+ALTER TABLE api_keys ADD COLUMN period_base_micros bigint NOT NULL DEFAULT 0;
+ALTER TABLE accounts ADD COLUMN spent_micros bigint NOT NULL DEFAULT 0;
+ALTER TABLE accounts ADD COLUMN spend_limit_micros bigint CHECK (spend_limit_micros IS NULL OR spend_limit_micros > 0);
+ALTER TABLE accounts ADD COLUMN spend_period text;
+ALTER TABLE accounts ADD COLUMN period_start bigint NOT NULL DEFAULT 0;
+ALTER TABLE accounts ADD COLUMN period_base_micros bigint NOT NULL DEFAULT 0;
+UPDATE accounts SET spent_micros = coalesce((SELECT -sum(amount_micros) FROM ledger WHERE ledger.account_id = accounts.id AND kind = 'charge'), 0);
+`,
+  },
+  {
+    version: 8,
+    name: 'alerts: raised once per event, subject and period (SQLite migration 11)',
+    sql: `
+CREATE TABLE alerts (
+  id         text PRIMARY KEY,
+  event      text NOT NULL,
+  subject    text NOT NULL,
+  period     text NOT NULL,
+  account_id text,
+  payload    text NOT NULL,
+  created_at bigint NOT NULL,
+  delivery   text NOT NULL,
+  attempts   integer NOT NULL DEFAULT 0,
+  last_error text
+);
+CREATE UNIQUE INDEX alerts_once ON alerts(event, subject, period);
+CREATE INDEX alerts_by_time ON alerts(created_at);
+`,
+  },
 ];

@@ -2,7 +2,8 @@ import postgres from 'postgres';
 import type { Account } from '../accounts.js';
 import type { KeyRecord, NewKey } from '../keys.js';
 import type { ChargeInput } from '../ledger.js';
-import type { Funds, NewAccount, ReadBarrierLike, Store } from '../types.js';
+import type { Funds, NewAccount, PeriodStarts, ReadBarrierLike, Store } from '../types.js';
+import { FUNDS_COLUMNS, toFunds, type FundsRow } from '../funds.js';
 import type { NewUsage, UsageRecord } from '../usage.js';
 import { PgAccounts, PgKeys, PgSessions } from './accounts.js';
 import { connectPostgres, migratePostgres, readRetrying, type PgOptions, type PgSql } from './db.js';
@@ -11,6 +12,7 @@ import type { CacheStoreLimits } from '../cache-entries.js';
 import { PgCacheEntries } from './cache-entries.js';
 import { PgImages } from './images.js';
 import { PgLedger } from './ledger.js';
+import { PgAlerts } from './alerts.js';
 import { PgUsage } from './usage.js';
 
 /** Serializes `createFirstAdmin` across daemons (transaction-scoped). */
@@ -39,6 +41,7 @@ export class PgStore implements Store {
   readonly ledger: PgLedger;
   readonly usage: PgUsage;
   readonly sessions: PgSessions;
+  readonly alerts: PgAlerts;
   readonly barrier = NO_BARRIER;
   readonly local = undefined;
   readonly images: PgImages;
@@ -56,6 +59,7 @@ export class PgStore implements Store {
     this.ledger = new PgLedger(sql);
     this.usage = new PgUsage(sql);
     this.sessions = new PgSessions(sql);
+    this.alerts = new PgAlerts(sql);
     this.images = new PgImages(sql);
   }
 
@@ -72,10 +76,19 @@ export class PgStore implements Store {
   }
 
   async funds(accountId: string, apiKeyId: string): Promise<Funds | undefined> {
-    const [row] = await readRetrying(() => this.sql<Array<{ balance_micros: number; budget_micros: number | null; spent_micros: number | null }>>`
-      SELECT a.balance_micros, k.budget_micros, k.spent_micros FROM accounts a LEFT JOIN api_keys k ON k.id = ${apiKeyId} AND k.account_id = a.id WHERE a.id = ${accountId}`);
-    if (!row) return undefined;
-    return { balanceMicros: row.balance_micros, key: row.spent_micros === null ? undefined : { budgetMicros: row.budget_micros, spentMicros: row.spent_micros } };
+    const [row] = await readRetrying(() => this.sql<FundsRow[]>`
+      SELECT ${this.sql.unsafe(FUNDS_COLUMNS)} FROM accounts a LEFT JOIN api_keys k ON k.id = ${apiKeyId} AND k.account_id = a.id WHERE a.id = ${accountId}`);
+    return row && toFunds(row);
+  }
+
+  async beginPeriods(starts: PeriodStarts): Promise<void> {
+    const { accountId, apiKeyId, keyStart, accountStart } = starts;
+    if (keyStart !== undefined && apiKeyId !== undefined) {
+      await this.sql`UPDATE api_keys SET period_base_micros = spent_micros, period_start = ${keyStart} WHERE id = ${apiKeyId} AND account_id = ${accountId} AND period_start < ${keyStart}`;
+    }
+    if (accountStart !== undefined) {
+      await this.sql`UPDATE accounts SET period_base_micros = spent_micros, period_start = ${accountStart} WHERE id = ${accountId} AND period_start < ${accountStart}`;
+    }
   }
 
   async settle(charges: readonly ChargeInput[], rows: readonly NewUsage[]): Promise<UsageRecord[]> {

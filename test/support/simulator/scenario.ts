@@ -2,11 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { completionTokens, promptTokens } from './tokens.js';
 
 /**
- * Scenario types, directive parsing and the small helpers shared by the three wire families of the
+ * Scenario types, directive parsing and the small helpers shared by the wire families of the
  * provider simulator. Nothing here touches the network.
  */
 
-export type Family = 'openai' | 'anthropic' | 'gemini' | 'deepgram';
+export type Family = 'openai' | 'anthropic' | 'gemini' | 'deepgram' | 'bedrock';
 export type CanonicalFinish = 'stop' | 'length' | 'tool_calls' | 'content_filter';
 
 export interface SimToolCall {
@@ -91,6 +91,10 @@ export interface RecordedRequest {
   usage?: unknown;
   /** Came in through Azure's paths (azure.ts): which API, deployment and api-version. */
   azure?: { api: 'deployments' | 'v1'; deployment?: string; apiVersion?: string };
+  /** Came in through Vertex's paths (vertex.ts): the publisher, method, project and region of the path. */
+  vertex?: { publisher: string; method: string; project: string; region: string };
+  /** A Bedrock Runtime call (bedrock.ts): the action (`converse`, `converse-stream`, `invoke`) and how it was authenticated. */
+  bedrock?: { action: string; auth: 'sigv4' | 'bearer' };
 }
 
 /** One event of a streamed answer: `event` becomes an `event:` line (Anthropic only). */
@@ -99,20 +103,23 @@ export interface SimEvent {
   data: string;
 }
 
-/** Everything the stream driver needs to play a streamed answer, faults included. */
-export interface StreamPlan {
+/**
+ * Everything the stream driver needs to play a streamed answer, faults included. `Frame`: what a
+ * frame is on the wire, text (SSE, JSON arrays) or bytes (Bedrock's binary event stream).
+ */
+export interface StreamPlan<Frame extends string | Buffer = string> {
   contentType: string;
   events: SimEvent[];
   /** Serializes one event; `position` counts frames already written (first frame = 0). */
-  frame(event: SimEvent, position: number): string;
+  frame(event: SimEvent, position: number): Frame;
   /** Written after the last event ('' when the family has no terminator). */
-  terminator: string;
+  terminator: Frame | '';
   /** The event whose data is not valid JSON (malformedAfterEvents). */
   malformed: SimEvent;
   /** The family's mid-stream error event (errorAfterEvents). */
   errorEvent(message: string | undefined): SimEvent;
   /** Written after the error event before the stream ends ('' for SSE). */
-  errorTerminator: string;
+  errorTerminator: Frame | '';
 }
 
 /** A resolved tool call: ids are left to the family (each has its own id format). */

@@ -1,4 +1,7 @@
-import { azureGate, type AzureCall } from './azure.js';
+import { awsCredentials, handleBedrock, type AwsCredentials } from './bedrock.js';
+import type { AzureCall } from './azure.js';
+import { throughClouds } from './clouds.js';
+import { VertexAccount } from './vertex.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
@@ -27,6 +30,8 @@ export interface SimulatorOptions {
   apiKey?: string;
   port?: number;
   host?: string;
+  /** Bedrock's AWS credentials and region (SigV4, bedrock.ts); defaults: AKIDSIMULATOR00000000, sim-aws-secret-access-key, us-east-1, no session token. */
+  aws?: { accessKeyId?: string; secretAccessKey?: string; sessionToken?: string; region?: string };
 }
 
 /** A serialized response body. */
@@ -49,7 +54,7 @@ export interface Outcome {
   /** The non-streamed answer (status 200). */
   json(): Body;
   /** The streamed answer (when `stream`). */
-  plan?(): StreamPlan;
+  plan?(): StreamPlan<string | Buffer>;
   /** An audio answer, written in chunks (takes precedence over `stream`/`json`). */
   audio?(): AudioBody;
   /** `code`: the family's error code, where it has one (OpenAI's `insufficient_quota`). */
@@ -289,7 +294,7 @@ export class Exchange {
     this.res.end();
   }
 
-  async stream(plan: StreamPlan, scenario: Scenario, headers: Record<string, string>): Promise<void> {
+  async stream(plan: StreamPlan<string | Buffer>, scenario: Scenario, headers: Record<string, string>): Promise<void> {
     if (this.gone) return;
     this.res.writeHead(200, { ...headers, 'content-type': plan.contentType, 'cache-control': 'no-cache' });
     this.res.flushHeaders();
@@ -300,8 +305,8 @@ export class Exchange {
     const disconnectAt = at(scenario.disconnectAfterEvents);
     const hangAt = at(scenario.hangAfterEvents);
     let frames = 0;
-    const write = async (text: string): Promise<boolean> => {
-      const ok = await this.#write(text, frames === 0, scenario.chunkDelayMs);
+    const write = async (data: string | Buffer): Promise<boolean> => {
+      const ok = await this.#write(data, frames === 0, scenario.chunkDelayMs);
       if (ok) frames += 1;
       return ok;
     };
@@ -309,7 +314,7 @@ export class Exchange {
       if (sent === malformedAt && !(await write(plan.frame(plan.malformed, frames)))) return;
       if (sent === errorAt) {
         if (!(await write(plan.frame(plan.errorEvent(scenario.errorAfterEvents?.message), frames)))) return;
-        if (plan.errorTerminator) this.res.write(plan.errorTerminator);
+        if (plan.errorTerminator.length > 0) this.res.write(plan.errorTerminator);
         this.res.end();
         return;
       }
@@ -318,7 +323,7 @@ export class Exchange {
       const event = plan.events[sent];
       if (event && !(await write(plan.frame(event, frames)))) return;
     }
-    if (plan.terminator && !(await write(plan.terminator))) return;
+    if (plan.terminator.length > 0 && !(await write(plan.terminator))) return;
     this.res.end();
   }
 }
@@ -346,6 +351,14 @@ export class ProviderSimulator {
   readonly deepgramBaseUrl: string;
   /** Groq's OpenAI-compatible base URL, as Groq's own `https://api.groq.com/openai/v1`. */
   readonly groqBaseUrl: string;
+  /** Vertex AI's endpoint (vertex.ts): a provider's `base_url`. */
+  readonly vertexBaseUrl: string;
+  /** Vertex's service account: its key file (`keyFile()`), token exchanges and refusals. */
+  readonly vertex: VertexAccount;
+  /** Bedrock Runtime's endpoint (`/model/{modelId}/converse` etc. under it; bedrock.ts). */
+  readonly bedrockBaseUrl: string;
+  /** The AWS credentials and region Bedrock's SigV4 signatures are checked against. */
+  readonly aws: AwsCredentials;
   readonly requests: RecordedRequest[] = [];
   /** Images handed out as URLs by the image endpoints. */
   readonly images = new ImageStore();
@@ -359,7 +372,7 @@ export class ProviderSimulator {
   #default: Scenario | undefined;
   #closing: Promise<void> | undefined;
 
-  private constructor(server: Server, url: string, apiKey: string) {
+  private constructor(server: Server, url: string, apiKey: string, aws: SimulatorOptions['aws']) {
     this.#server = server;
     this.url = url;
     this.openaiBaseUrl = `${url}/v1`;
@@ -367,7 +380,11 @@ export class ProviderSimulator {
     this.geminiBaseUrl = url;
     this.deepgramBaseUrl = url;
     this.groqBaseUrl = `${url}/openai/v1`;
+    this.bedrockBaseUrl = `${url}/bedrock`;
+    this.vertexBaseUrl = `${url}/vertex`;
+    this.vertex = new VertexAccount(`${url}/vertex/token`);
     this.apiKey = apiKey;
+    this.aws = awsCredentials(aws);
   }
 
   static async start(options: SimulatorOptions = {}): Promise<ProviderSimulator> {
@@ -382,7 +399,7 @@ export class ProviderSimulator {
     });
     const address = server.address() as AddressInfo;
     const urlHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-    const sim = new ProviderSimulator(server, `http://${urlHost}:${address.port}`, options.apiKey ?? 'sim-key');
+    const sim = new ProviderSimulator(server, `http://${urlHost}:${address.port}`, options.apiKey ?? 'sim-key', options.aws);
     server.on('connection', (socket: Socket) => {
       sim.#sockets.add(socket);
       socket.on('close', () => sim.#sockets.delete(socket));
@@ -449,19 +466,15 @@ export class ProviderSimulator {
     res.on('error', () => controller.abort());
     req.on('error', () => controller.abort());
 
-    const raw = await readBody(req);
-    if (raw === undefined) {
+    const received = await readBody(req);
+    if (received === undefined) {
       res.destroy();
       return;
     }
-    let url = new URL(req.url ?? '/', 'http://simulator.invalid');
-    let azure: AzureCall | undefined;
-    if (url.pathname.startsWith('/azure/')) {
-      const gate = azureGate(req, res, url, this.apiKey);
-      if (!gate) return;
-      ({ url, azure } = gate);
-    }
-    const route = routeOf(url.pathname);
+    const cloud = throughClouds(req, res, new URL(req.url ?? '/', 'http://simulator.invalid'), received, this);
+    if (!cloud) return;
+    const { url, raw, azure, vertex, bedrock } = cloud;
+    const route: ReturnType<typeof routeOf> = bedrock ? { family: 'bedrock' } : routeOf(url.pathname);
     const contentType = req.headers['content-type'];
     const multipart = isMultipart(contentType) ? await parseMultipart(raw, contentType ?? '') : undefined;
     let recorded: RecordedRequest | undefined;
@@ -505,15 +518,18 @@ export class ProviderSimulator {
       query: url.search.replace(/^\?/, ''),
       headers: { ...req.headers },
       body,
-      model: route.gemini?.model ?? model ?? (typeof record?.model === 'string' ? record.model : ''),
-      stream: route.gemini ? route.gemini.action === 'streamGenerateContent' : record?.stream === true,
+      model: bedrock?.modelId ?? route.gemini?.model ?? model ?? (typeof record?.model === 'string' ? record.model : ''),
+      stream: bedrock ? bedrock.action === 'converse-stream' : route.gemini ? route.gemini.action === 'streamGenerateContent' : record?.stream === true,
       ...(azure ? { azure } : {}),
+      ...(vertex ? { vertex } : {}),
+      ...(bedrock ? { bedrock: { action: bedrock.action, auth: bedrock.auth } } : {}),
     };
     this.requests.push(recorded);
     if (this.#closing) {
       res.destroy();
       return;
     }
+    if (bedrock) return handleBedrock(exchange, bedrock);
     if (url.pathname === '/v1/messages/count_tokens') return handleAnthropicCount(exchange);
     switch (route.family) {
       case 'openai':

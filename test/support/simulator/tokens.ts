@@ -31,7 +31,8 @@ const ANTHROPIC: TokenModel = { ratio: 1.16, splitDigits: false, perMessage: 3, 
 const GEMINI: TokenModel = { ratio: 1.07, splitDigits: true, perMessage: 0, perCall: 0 };
 
 function modelFor(family: Family, model: string): TokenModel {
-  if (family === 'anthropic') return ANTHROPIC;
+  // Bedrock serves many vendors' models: Claude counts as Anthropic's, the others by their id.
+  if (family === 'anthropic' || (family === 'bedrock' && /anthropic\.|claude/i.test(model))) return ANTHROPIC;
   if (family === 'gemini') return GEMINI;
   return /mistral|codestral|magistral|ministral|pixtral/i.test(model) ? MISTRAL : OPENAI;
 }

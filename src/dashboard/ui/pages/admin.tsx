@@ -7,6 +7,7 @@ import { checkEmail, checkName, checkNewPassword, checkTopup, newReference } fro
 import { BudgetMeter, Dialog, Empty, ErrorNotice, Field, Inr, Link, Loading, PageHeader, SelectField, StatusBadge } from '../components.js';
 import { useApp, useLoad, useNow, useTitle, useUser } from '../context.js';
 import { UsageExplorer } from './usage.js';
+import { AlertsPanel, SpendLimitDialog, SpendLimitStat } from './admin-governance.js';
 
 /** What a top-up did: added, or (a reference used before) nothing. */
 interface Message {
@@ -121,6 +122,7 @@ export function AdminPage() {
           </table>
         </div>
       ) : null}
+      <AlertsPanel />
       {topping ? (
         <TopupDialog
           account={topping}
@@ -275,6 +277,7 @@ export function AdminAccountPage({ id }: { id: string }) {
   const accounts = useLoad((signal) => (user.role === 'admin' ? api.accounts(signal) : Promise.resolve({ data: [] as Account[] })), [api, user.role]);
   const keys = useLoad((signal) => (user.role === 'admin' ? api.accountKeys(id, signal) : Promise.resolve({ data: [] })), [api, id, user.role]);
   const [topping, setTopping] = useState(false);
+  const [limiting, setLimiting] = useState(false);
   const [message, setMessage] = useState<Message | null>(null);
   const account = accounts.data?.data.find((a) => a.id === id);
   useTitle(account ? `${account.email} · Admin` : 'Account · Admin');
@@ -308,7 +311,19 @@ export function AdminAccountPage({ id }: { id: string }) {
             <p className="stat-value">{formatCount(keys.data?.data.filter((key) => key.status === 'active').length ?? 0)}</p>
             <p className="stat-note">active</p>
           </div>
+          <SpendLimitStat account={account} onEdit={() => setLimiting(true)} />
         </section>
+      ) : null}
+      {limiting && account ? (
+        <SpendLimitDialog
+          account={account}
+          onClose={() => setLimiting(false)}
+          onSaved={(saved) => {
+            setLimiting(false);
+            setMessage({ tone: 'success', text: saved.spend_limit ? `${saved.email} may spend ₹${saved.spend_limit} ${saved.spend_period ?? 'in all'}.` : `${saved.email} has no spend limit.` });
+            accounts.reload();
+          }}
+        />
       ) : null}
       <section className="panel" aria-labelledby="account-keys">
         <h2 id="account-keys">API keys</h2>
@@ -343,7 +358,7 @@ export function AdminAccountPage({ id }: { id: string }) {
                       <StatusBadge status={key.status} />
                     </td>
                     <td data-label="Spent">
-                      <BudgetMeter spent={key.spent} budget={key.budget} />
+                      <BudgetMeter spent={key.budget_period ? (key.spent_this_period ?? 0) : key.spent} budget={key.budget} />
                     </td>
                     <td data-label="Rate limit" className="num">
                       {formatCount(key.rate_limit)}/min

@@ -3,64 +3,10 @@ import { asApiError, type ApiError } from '../../lib/api.js';
 import { formatAgo, formatDate, formatDateTime } from '../../lib/format.js';
 import { formatCount, microsToInr } from '../../lib/money.js';
 import type { ApiKey, CreatedApiKey } from '../../lib/types.js';
-import { budgetInputValue, checkBudget, checkExpiry, checkName, checkRateLimit, expiryInputValue, RATE_LIMIT_MAX, tomorrow } from '../../lib/validate.js';
-import { BudgetMeter, ConfirmDialog, Dialog, Empty, ErrorNotice, Field, Link, Loading, PageHeader, SecretOnce, StatusBadge, SuccessNotice } from '../components.js';
+import { budgetInputValue, expiryInputValue } from '../../lib/validate.js';
+import { BudgetMeter, ConfirmDialog, Dialog, Empty, ErrorNotice, Link, Loading, PageHeader, SecretOnce, StatusBadge, SuccessNotice } from '../components.js';
+import { checkKeyForm, DEFAULT_RATE_LIMIT, KeyFields, limitChanges, limitsOf, listOf, namesField, type KeyFormValues } from './key-form.js';
 import { useApp, useLoad, useNow, useTitle } from '../context.js';
-
-const DEFAULT_RATE_LIMIT = '1000';
-
-interface KeyFormValues {
-  name: string;
-  rateLimit: string;
-  budget: string;
-  expiry: string;
-}
-
-interface KeyFormChecks {
-  name: ReturnType<typeof checkName>;
-  rateLimit: ReturnType<typeof checkRateLimit>;
-  budget: ReturnType<typeof checkBudget>;
-  expiry: ReturnType<typeof checkExpiry>;
-}
-
-function checkKeyForm(values: KeyFormValues, now: number): KeyFormChecks {
-  return { name: checkName(values.name, 'a name for the key'), rateLimit: checkRateLimit(values.rateLimit), budget: checkBudget(values.budget), expiry: checkExpiry(values.expiry, now) };
-}
-
-/** The fields shared by the create form and the edit dialog, with their rules inline. */
-function KeyFields({ values, set, checks, show, serverError, now }: { values: KeyFormValues; set: (next: Partial<KeyFormValues>) => void; checks: KeyFormChecks; show: boolean; serverError: ApiError | null; now: number }) {
-  const error = (check: { ok: boolean; message?: string }, param: string): string | null =>
-    show && !check.ok ? (check.message ?? null) : serverError?.param === param ? serverError.message : null;
-  return (
-    <div className="form-grid">
-      <Field label="Name" name="name" value={values.name} onChange={(e) => set({ name: e.target.value })} hint="What uses the key, e.g. “chat app (production)”." error={error(checks.name, 'name')} maxLength={100} required />
-      <Field
-        label="Rate limit (requests per minute)"
-        name="rate_limit"
-        type="number"
-        inputMode="numeric"
-        min={1}
-        max={RATE_LIMIT_MAX}
-        step={1}
-        value={values.rateLimit}
-        onChange={(e) => set({ rateLimit: e.target.value })}
-        hint={`1 to ${formatCount(RATE_LIMIT_MAX)}.`}
-        error={error(checks.rateLimit, 'rate_limit')}
-        required
-      />
-      <Field
-        label="Budget (₹)"
-        name="budget"
-        inputMode="decimal"
-        value={values.budget}
-        onChange={(e) => set({ budget: e.target.value })}
-        hint="What the key may spend in total; 0 = no limit."
-        error={error(checks.budget, 'budget')}
-      />
-      <Field label="Expires on" name="expires_at" type="date" min={tomorrow(now)} value={values.expiry} onChange={(e) => set({ expiry: e.target.value })} hint="Empty = never. The key stops at the start of that day." error={error(checks.expiry, 'expires_at')} />
-    </div>
-  );
-}
 
 /** API keys: create (shown once), list with status and spend, edit, revoke. */
 export function KeysPage() {
@@ -79,7 +25,7 @@ export function KeysPage() {
 
   return (
     <>
-      <PageHeader title="API keys" lead="Apps call the gateway with these sk- keys. Each has its own rate limit, budget and expiry.">
+      <PageHeader title="API keys" lead="Apps call the gateway with these sk- keys. Each has its own rate limit, budget (for its life or renewing), expiry, models, addresses and limits.">
         {!creating && !created ? (
           <button type="button" className="button" onClick={() => { setCreating(true); setMessage(null); }}>
             Create a key
@@ -136,6 +82,14 @@ export function KeysPage() {
                     <Link to={`/usage?key=${encodeURIComponent(key.id)}`} title="This key's usage">
                       {key.name}
                     </Link>
+                    {key.models?.length || key.allowed_ips?.length || key.max_parallel || key.tpm_limit ? (
+                      <div className="muted small" data-key-restrictions>
+                        {key.models?.length ? `models: ${key.models.join(', ')}` : 'every model'}
+                        {key.allowed_ips?.length ? ` · from ${key.allowed_ips.join(', ')}` : ''}
+                        {key.max_parallel ? ` · ${formatCount(key.max_parallel)} at once` : ''}
+                        {key.tpm_limit ? ` · ${formatCount(key.tpm_limit)} tokens/min` : ''}
+                      </div>
+                    ) : null}
                   </th>
                   <td data-label="Key">
                     <code>{key.masked_key}</code>
@@ -144,7 +98,12 @@ export function KeysPage() {
                     <StatusBadge status={key.status} />
                   </td>
                   <td data-label="Spent">
-                    <BudgetMeter spent={key.spent} budget={key.budget} />
+                    <BudgetMeter spent={key.budget_period ? (key.spent_this_period ?? 0) : key.spent} budget={key.budget} />
+                    {key.budget_period && key.budget ? (
+                      <div className="muted small" data-key-period>
+                        {key.budget_period} · renews {key.period_resets_at ? formatDateTime(key.period_resets_at) : ''}
+                      </div>
+                    ) : null}
                   </td>
                   <td data-label="Rate limit" className="num">
                     {formatCount(key.rate_limit)}/min
@@ -203,7 +162,7 @@ export function KeysPage() {
 
 function CreateKeyForm({ now, onCancel, onCreated }: { now: number; onCancel: () => void; onCreated: (key: CreatedApiKey) => void }) {
   const { api } = useApp();
-  const [values, setValues] = useState<KeyFormValues>({ name: '', rateLimit: DEFAULT_RATE_LIMIT, budget: '0', expiry: '' });
+  const [values, setValues] = useState<KeyFormValues>({ name: '', rateLimit: DEFAULT_RATE_LIMIT, budget: '0', expiry: '', models: '', allowedIps: '', maxParallel: '', tpm: '', budgetPeriod: '' });
   const [submitted, setSubmitted] = useState(false);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<ApiError | null>(null);
@@ -212,13 +171,15 @@ function CreateKeyForm({ now, onCancel, onCreated }: { now: number; onCancel: ()
   const submit = async (event: FormEvent): Promise<void> => {
     event.preventDefault();
     setSubmitted(true);
-    const { name, rateLimit, budget, expiry } = checks;
-    if (!name.ok || !rateLimit.ok || !budget.ok || !expiry.ok) return;
+    const { name, rateLimit, budget, expiry, maxParallel, tpm } = checks;
+    if (!name.ok || !rateLimit.ok || !budget.ok || !expiry.ok || !maxParallel.ok || !tpm.ok) return;
     setBusy(true);
     setError(null);
     try {
-      const body: Parameters<typeof api.createApiKey>[0] = { name: name.value, rate_limit: rateLimit.value, budget: microsToInr(budget.value) };
+      const body: Parameters<typeof api.createApiKey>[0] = { name: name.value, rate_limit: rateLimit.value, budget: microsToInr(budget.value), ...limitsOf(values, checks) };
       if (expiry.value) body.expires_at = expiry.value;
+      if (listOf(values.models).length > 0) body.models = listOf(values.models);
+      if (listOf(values.allowedIps).length > 0) body.allowed_ips = listOf(values.allowedIps);
       onCreated(await api.createApiKey(body));
     } catch (reason) {
       setError(asApiError(reason));
@@ -230,7 +191,7 @@ function CreateKeyForm({ now, onCancel, onCreated }: { now: number; onCancel: ()
     <form className="panel" onSubmit={(event) => void submit(event)} noValidate aria-labelledby="create-key-heading">
       <h2 id="create-key-heading">New API key</h2>
       <KeyFields values={values} set={(next) => setValues((v) => ({ ...v, ...next }))} checks={checks} show={submitted} serverError={error} now={now} />
-      <ErrorNotice error={error && !['name', 'rate_limit', 'budget', 'expires_at'].includes(error.param ?? '') ? error : null} />
+      <ErrorNotice error={error && !namesField(error) ? error : null} />
       <div className="form-actions">
         <button type="submit" className="button" disabled={busy}>
           {busy ? 'Creating…' : 'Create key'}
@@ -245,7 +206,17 @@ function CreateKeyForm({ now, onCancel, onCreated }: { now: number; onCancel: ()
 
 function EditKeyDialog({ apiKey, now, onClose, onSaved }: { apiKey: ApiKey; now: number; onClose: () => void; onSaved: (key: ApiKey) => void }) {
   const { api } = useApp();
-  const initial: KeyFormValues = { name: apiKey.name, rateLimit: String(apiKey.rate_limit), budget: budgetInputValue(apiKey.budget), expiry: expiryInputValue(apiKey.expires_at) };
+  const initial: KeyFormValues = {
+    name: apiKey.name,
+    rateLimit: String(apiKey.rate_limit),
+    budget: budgetInputValue(apiKey.budget),
+    expiry: expiryInputValue(apiKey.expires_at),
+    models: (apiKey.models ?? []).join(', '),
+    allowedIps: (apiKey.allowed_ips ?? []).join(', '),
+    maxParallel: apiKey.max_parallel ? String(apiKey.max_parallel) : '',
+    tpm: apiKey.tpm_limit ? String(apiKey.tpm_limit) : '',
+    budgetPeriod: apiKey.budget_period ?? '',
+  };
   const [values, setValues] = useState<KeyFormValues>(initial);
   const [submitted, setSubmitted] = useState(false);
   const [busy, setBusy] = useState(false);
@@ -257,9 +228,9 @@ function EditKeyDialog({ apiKey, now, onClose, onSaved }: { apiKey: ApiKey; now:
   const submit = async (event: FormEvent): Promise<void> => {
     event.preventDefault();
     setSubmitted(true);
-    const { name, rateLimit, budget, expiry } = checks;
-    if (!name.ok || !rateLimit.ok || !budget.ok || !expiry.ok) return;
-    const changes: Parameters<typeof api.updateApiKey>[1] = {};
+    const { name, rateLimit, budget, expiry, maxParallel, tpm } = checks;
+    if (!name.ok || !rateLimit.ok || !budget.ok || !expiry.ok || !maxParallel.ok || !tpm.ok) return;
+    const changes: Parameters<typeof api.updateApiKey>[1] = limitChanges(values, checks, apiKey);
     if (name.value !== apiKey.name) changes.name = name.value;
     if (rateLimit.value !== apiKey.rate_limit) changes.rate_limit = rateLimit.value;
     if (microsToInr(budget.value) !== apiKey.budget) changes.budget = microsToInr(budget.value);
@@ -285,7 +256,7 @@ function EditKeyDialog({ apiKey, now, onClose, onSaved }: { apiKey: ApiKey; now:
           <code>{apiKey.masked_key}</code> · spent so far <BudgetMeter spent={apiKey.spent} budget={0} />
         </p>
         <KeyFields values={values} set={(next) => setValues((v) => ({ ...v, ...next }))} checks={checks} show={submitted} serverError={error} now={now} />
-        <ErrorNotice error={error && !['name', 'rate_limit', 'budget', 'expires_at'].includes(error.param ?? '') ? error : null} />
+        <ErrorNotice error={error && !namesField(error) ? error : null} />
         <div className="form-actions">
           <button type="submit" className="button" disabled={busy}>
             {busy ? 'Saving…' : 'Save changes'}
