@@ -91,7 +91,10 @@ const DEFAULT_MAX_TOKENS = 4096;
 /**
  * Admission, before any upstream call: the key's rate limit, then its budget, then a hold of
  * the call's worst-case cost against the wallet and the key budget. The hold is taken first
- * and the balance read after it, so a concurrent settlement is always seen (holds.ts).
+ * and the balance read after it, so a concurrent settlement is always seen (holds.ts). A call
+ * that settled in between may then be counted twice (its hold and its charge): a refusal is
+ * tried once more when this process has applied pending calls (the read barrier) or released
+ * holds since the first hold was taken (HoldStore.releases).
  */
 /** The rate decision of a call that takes no slot of its own. */
 const UNMETERED: RateDecision = { allowed: true, limit: 0, remaining: 0, retryAfterMs: 0, resetMs: 0 };
@@ -229,6 +232,7 @@ export class Admitter {
 
   private async admitAmountOnce(input: FixedAdmissionInput): Promise<Admission> {
     const hold: HoldRef = { id: input.requestId, accountId: input.accountId, keyId: input.apiKeyId, amountMicros: input.amountMicros };
+    const releases = this.holds.releases;
     const first = input.unmetered ? { rate: UNMETERED, totals: await this.holds.acquire(hold) } : await this.rateAndHold(input.apiKeyId, input.rateLimit, input.requestId, hold);
     const rate = first.rate;
     if (!first.totals) throw rateLimited(rate);
@@ -242,8 +246,9 @@ export class Admitter {
         if (!input.unmetered) await this.countTokens(hold, input.tpmLimit, 0);
         return { hold, maxTokens: 0, rate, promptTokens: 0 };
       }
+      const moved = this.holds.releases !== releases;
       await this.holds.release(hold);
-      if (attempt === 0 && this.store.barrier.pass()) {
+      if (attempt === 0 && (this.store.barrier.pass() || moved)) {
         totals = await this.holds.acquire(hold);
         continue;
       }
@@ -283,6 +288,8 @@ export class Admitter {
     const estimate = input.promptEstimate;
     let tightened = false;
     hold.amountMicros = worstCaseMicros(input.model.pricing, promptTokens, maxTokens, input.cacheWrites);
+    // Releases seen before the first hold: a refusal after others' releases is tried again once.
+    const releases = this.holds.releases;
     const first = input.unmetered ? { rate: UNMETERED, totals: await this.holds.acquire(hold) } : await this.rateAndHold(input.apiKeyId, input.rateLimit, input.requestId, hold);
     const rate = first.rate;
     if (!first.totals) throw rateLimited(rate);
@@ -295,8 +302,9 @@ export class Admitter {
       const limits = await this.limitsHolding(hold, input.accountId, input.apiKeyId);
       const refusal = emptyOrExhausted(limits);
       if (refusal) {
+        const moved = this.holds.releases !== releases;
         await this.holds.release(hold);
-        if (!drained && (drained = this.store.barrier.pass())) {
+        if (!drained && (drained = this.store.barrier.pass() || moved)) {
           attempt -= 1;
           continue;
         }
@@ -311,8 +319,9 @@ export class Admitter {
         }
         return clampedFrom === undefined ? { hold, maxTokens, rate, promptTokens } : { hold, maxTokens, rate, promptTokens, clampedFrom };
       }
+      const moved = this.holds.releases !== releases;
       await this.holds.release(hold);
-      if (!drained && (drained = this.store.barrier.pass())) {
+      if (!drained && (drained = this.store.barrier.pass() || moved)) {
         attempt -= 1;
         continue;
       }

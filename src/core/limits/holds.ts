@@ -48,6 +48,13 @@ export interface HoldStore {
   held(accountId: string, keyId: string): Promise<HoldTotals>;
   /** µINR this daemon holds now, over every account (the metrics' gauge). */
   heldHere(): number;
+  /**
+   * Releases this daemon has issued so far. A release is sent after its call's charge is in
+   * the ledger, so an admission whose hold totals were read before a release and its balance
+   * after may count that call twice (its hold and its charge): refused that way, it tries once
+   * more (admission.ts). Sent on one connection, a later acquire's totals never include it.
+   */
+  readonly releases: number;
   close(): void;
 }
 
@@ -56,6 +63,7 @@ export class MemoryHoldStore implements HoldStore {
   private readonly byAccount = new Map<string, number>();
   private readonly byKey = new Map<string, number>();
   private readonly open = new Set<string>();
+  releases = 0;
 
   async acquire(hold: HoldRef): Promise<HoldTotals> {
     if (!this.open.has(hold.id)) {
@@ -77,6 +85,7 @@ export class MemoryHoldStore implements HoldStore {
 
   private releaseSync(hold: HoldRef): void {
     if (!this.open.delete(hold.id)) return;
+    this.releases += 1;
     add(this.byAccount, hold.accountId, -hold.amountMicros);
     add(this.byKey, hold.keyId, -hold.amountMicros);
   }
@@ -261,6 +270,7 @@ const SHRINK_COALESCE_MS = 5;
 export class RedisHoldStore implements HoldStore {
   /** This daemon's open holds, by id (their lease members are built from them). */
   private readonly mine = new Map<string, HoldRef>();
+  releases = 0;
   /** Holds lowered but not yet sent (account key, key key, hold id, amount; repeated). */
   private shrinkArgs: (string | number)[] = [];
   private shrinkSent: Promise<void> | undefined;
@@ -334,6 +344,7 @@ export class RedisHoldStore implements HoldStore {
 
   async release(hold: HoldRef): Promise<void> {
     if (!this.mine.delete(hold.id)) return;
+    this.releases += 1;
     await this.scripts.release(...this.keys(hold.accountId, hold.keyId), hold.id, this.leaseMember(hold));
   }
 
@@ -344,7 +355,9 @@ export class RedisHoldStore implements HoldStore {
       const [account, key] = this.keys(hold.accountId, hold.keyId);
       args.push(account, key, hold.id, this.leaseMember(hold));
     }
-    if (args.length > 0) await this.scripts.releaseMany(this.leases, ...args);
+    if (args.length === 0) return;
+    this.releases += 1;
+    await this.scripts.releaseMany(this.leases, ...args);
   }
 
   /**
