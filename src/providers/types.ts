@@ -30,6 +30,8 @@ export interface StreamDecoder {
   push(event: SseEvent): StreamPart[];
   /** Parts owed at the end of the upstream stream (usage, finish). */
   end(): StreamPart[];
+  /** The upstream's id of the answer, once a stream event carried it (traces' gen_ai.response.id). */
+  readonly responseId?: string | undefined;
 }
 
 /**

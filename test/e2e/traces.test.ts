@@ -178,7 +178,11 @@ for (const protocol of ['http/protobuf', 'http/json'] as const) {
     const streamed = await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: `${prompt} again` }], max_tokens: 30, stream: true, stream_options: { include_usage: true } }).withResponse();
     const streamId = streamed.response.headers.get('x-request-id') ?? '';
     let text = '';
-    for await (const chunk of streamed.data) text += chunk.choices[0]?.delta.content ?? '';
+    let streamClientId = '';
+    for await (const chunk of streamed.data) {
+      streamClientId ||= chunk.id;
+      text += chunk.choices[0]?.delta.content ?? '';
+    }
     t.equal(text, 'hello from the traced simulator', 'the stream read whole');
     const streamUpstream = sim.requests.at(-1);
     t.equal(streamUpstream?.stream, true);
@@ -193,7 +197,7 @@ for (const protocol of ['http/protobuf', 'http/json'] as const) {
     const b = await spansOf(gw, r, streamId);
     t.equal(b.clients.length, 1, 'streamed call: one CLIENT span');
     checkServerSpan(t, b.server, streamId, serviceName);
-    await checkClientSpan(t, gw, b.clients[0]!, b.server, streamId, streamUpstream, { maxTokens: 30 });
+    await checkClientSpan(t, gw, b.clients[0]!, b.server, streamId, streamUpstream, { maxTokens: 30, clientId: streamClientId });
     t.not(b.server.traceId, a.server.traceId, 'each request its own trace');
 
     t.ok(r.spans.length > 0 && r.spans.every((s) => s.protocol === protocol), `every span arrived as ${protocol}`);

@@ -159,7 +159,8 @@ export class ChatService {
         observation?.upstreamClose(performance.now());
       }
       if (observation?.span?.isRecording() && meter.finish?.type === 'finish') {
-        observation.response = { finishReasons: [meter.finish.finishReason] };
+        const id = held.decoder.responseId;
+        observation.response = id === undefined ? { finishReasons: [meter.finish.finishReason] } : { id, finishReasons: [meter.finish.finishReason] };
         if (this.pipeline.telemetry.capturesContent) observation.response.output = contentAttribute([{ role: 'assistant', parts: [{ type: 'text', content: meter.text }], finish_reason: meter.finish.finishReason }]);
       }
       const failure = outcome.failure;

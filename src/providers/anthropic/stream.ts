@@ -18,10 +18,14 @@ export function createAnthropicStreamDecoder(provider: string, request: ChatRequ
   let stopSequence: string | undefined;
   let toolCount = 0;
   let stopped = false;
+  let responseId: string | undefined;
   /** content block index → what its deltas are. */
   const blocks = new Map<number, { kind: 'text' } | { kind: 'tool'; toolIndex: number } | { kind: 'json' } | { kind: 'thinking'; signature?: string } | { kind: 'other' }>();
 
   return {
+    get responseId() {
+      return responseId;
+    },
     push(event: SseEvent): StreamPart[] {
       const data = parseEventData(provider, event.data);
       const root = asRecord(data) ?? {};
@@ -29,6 +33,7 @@ export function createAnthropicStreamDecoder(provider: string, request: ChatRequ
       switch (type) {
         case 'message_start': {
           const message = asRecord(root.message) ?? {};
+          responseId = asString(message.id);
           const raw = asRecord(message.usage);
           if (!raw) return [];
           usage = mapAnthropicUsage(raw);

@@ -15,12 +15,17 @@ export function createGeminiStreamDecoder(provider: string, context: Translation
   let finishReason: string | undefined;
   let blocked = false;
   let usage: Usage | undefined;
+  let responseId: string | undefined;
 
   return {
+    get responseId() {
+      return responseId;
+    },
     push(event: SseEvent): StreamPart[] {
       const data = parseEventData(provider, event.data);
       if (asRecord(data)?.error !== undefined) throw upstreamStreamError(provider, nestedErrorMessage(data));
       const chunk = readGeminiChunk(data, context);
+      responseId ??= chunk.responseId;
       const parts: StreamPart[] = [];
       if (chunk.thoughts) parts.push({ type: 'reasoning-delta', family: 'gemini', text: chunk.thoughts });
       if (chunk.text) parts.push({ type: 'text-delta', text: chunk.text });

@@ -17,6 +17,7 @@ export function createResponsesStreamDecoder(provider: string, context: Translat
   const calls = new Map<number, number>();
   let reasoningOpen = false;
   let terminal = false;
+  let responseId: string | undefined;
 
   const callStart = (item: Record<string, unknown>, outputIndex: number, parts: StreamPart[]): void => {
     const index = calls.size;
@@ -27,6 +28,9 @@ export function createResponsesStreamDecoder(provider: string, context: Translat
   };
 
   return {
+    get responseId() {
+      return responseId;
+    },
     push(event: SseEvent): StreamPart[] {
       if (event.data === '[DONE]') return [];
       const root = asRecord(parseEventData(provider, event.data));
@@ -35,6 +39,7 @@ export function createResponsesStreamDecoder(provider: string, context: Translat
       if (type === 'error') throw upstreamStreamError(provider, asString(root.message) ?? nestedErrorMessage(root));
       if (type === 'response.failed') throw upstreamStreamError(provider, nestedErrorMessage(root.response) ?? 'the response failed');
       const parts: StreamPart[] = [{ type: 'native', event: root }];
+      responseId ??= asString(asRecord(root.response)?.id);
       const outputIndex = typeof root.output_index === 'number' ? root.output_index : -1;
       const delta = asString(root.delta);
       switch (type) {

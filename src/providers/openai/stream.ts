@@ -27,8 +27,12 @@ export function createOpenAiStreamDecoder(provider: string, context: Translation
   };
   let sawToolCall = false;
   let done = false;
+  let responseId: string | undefined;
 
   return {
+    get responseId() {
+      return responseId;
+    },
     push(event: SseEvent): StreamPart[] {
       if (event.data === '[DONE]') {
         done = true;
@@ -37,6 +41,7 @@ export function createOpenAiStreamDecoder(provider: string, context: Translation
       const chunk = parseEventData(provider, event.data);
       const root = asRecord(chunk);
       if (!root) throw upstreamMalformed(provider, 'a stream event that is not a JSON object');
+      responseId ??= asString(root.id);
       if (root.error !== undefined || event.event === 'error') throw upstreamStreamError(provider, nestedErrorMessage(root));
       const parts: StreamPart[] = [];
       const choice = asRecord(asArray(root.choices)[0]);
