@@ -252,7 +252,7 @@ t.test('upstream failures (SIM directives) keep the error shape', async (t) => {
     { scenario: { error: { status: 500 } }, status: 502, label: 'upstream 500' },
     { scenario: { error: { status: 503, message: 'overloaded' } }, status: 502, label: 'upstream 503' },
     { scenario: { error: { status: 401 } }, status: 502, label: 'upstream refuses the gateway credentials' },
-    { scenario: { error: { status: 429, retryAfterSeconds: 7 } }, status: 429, label: 'upstream 429' },
+    { scenario: { error: { status: 429, retryAfterSeconds: 1 } }, status: 429, label: 'upstream 429' }, // waited out twice (routing.retries): short
     { scenario: { error: { status: 400, message: 'bad request upstream' } }, status: 400, label: 'upstream 400' },
     { scenario: { disconnectAfterEvents: 0 }, status: 502, label: 'upstream drops the connection' },
   ];
