@@ -236,8 +236,8 @@ t.test('a deployment put to rest: its attempt counted as resting, the gauge at 1
   t.equal(total(m, 'gateway_requests_total', { model: 'openai/pair-m', provider: 'secondary', status: '200' }), 1, 'the request counted under the provider that served');
 });
 
-t.test('a call that gives up: the attempts before the last retried, the last failed; a client that leaves early is a 499', async (t) => {
-  const gw = await startTestGateway({ providers: simulatedProviders(sim.url), routing: { retries: 2 } });
+t.test('a call that gives up: the attempts before the last retried, the last failed; a client that leaves early is a 499; each counted as a cache miss', async (t) => {
+  const gw = await startTestGateway({ providers: simulatedProviders(sim.url), routing: { retries: 2 }, cache: { enabled: true, ttl: '1h', exact: { models: ['*'] } } });
   t.teardown(() => gw.stop());
   sim.reset();
   sim.setDefault({ text: 'ok' });
@@ -249,6 +249,9 @@ t.test('a call that gives up: the attempts before the last retried, the last fai
   t.equal(total(m, 'gateway_upstream_attempts_total', { model: MINI, outcome: 'retried' }), 2, 'two attempts followed by another');
   t.equal(total(m, 'gateway_upstream_attempts_total', { model: MINI, outcome: 'failed' }), 1, 'the last one: the call gave up');
   t.equal(total(m, 'gateway_requests_total', { endpoint: CHAT, model: MINI, status: '502' }), 1);
+  gw.app.settlement.drain();
+  t.equal(total(m, 'gateway_cache_requests_total', { tier: 'none', result: 'miss' }), 1, 'its cache lookup missed: counted, though the call failed');
+  t.equal((await gw.app.store.usage.list({ limit: 10 })).find((row) => row.status === 502)?.cache, 'miss', 'and on its usage row');
 
   // A client that leaves while the upstream is still thinking.
   sim.enqueue({ text: 'late', delayMs: 1500 });
@@ -261,4 +264,5 @@ t.test('a call that gives up: the attempts before the last retried, the last fai
   m = await scrape(gw);
   t.equal(total(m, 'gateway_requests_total', { endpoint: CHAT, status: '200' }), 0, 'not counted as a 200');
   t.equal(total(m, 'gateway_upstream_attempts_total', { model: MINI, outcome: 'cancelled' }), 1, 'its attempt: cancelled, not an upstream failure');
+  t.equal(total(m, 'gateway_cache_requests_total', { tier: 'none', result: 'miss' }), 2, 'its lookup missed too');
 });

@@ -3,6 +3,7 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import pino from 'pino';
+import { request } from 'undici';
 import t from 'tap';
 import { header, postJson, until, usageRow } from '../support/e2e.js';
 import { fundedKey, simulatedProviders, startTestGateway, type TestGateway } from '../support/gateway.js';
@@ -277,6 +278,38 @@ t.test('an upstream 500 then an answer: two CLIENT spans, the first an error', a
     clients.map((c) => `00-${c.traceId}-${c.spanId}-01`),
     "each attempt sent upstream with its own span's context",
   );
+});
+
+t.test('a client that leaves mid-stream: the CLIENT span still carries what was delivered, with error.type', async (t) => {
+  const r = await receiver(t);
+  const gw = await tracedGateway(t, r.url, 'http/protobuf');
+  const { key } = await fundedKey(gw, { balance: 50 });
+  sim.reset();
+  sim.setDefault({ text: 'a reply long enough to be left in the middle of it, word after word', chunkSize: 4, chunkDelayMs: 40 });
+  const res = await request(`${gw.url}${ROUTE}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], max_tokens: 50, stream: true }),
+  });
+  t.equal(res.statusCode, 200);
+  const requestId = String(res.headers['x-request-id'] ?? '');
+  for await (const chunk of res.body) {
+    if (String(chunk).includes('content')) break; // the first content: then the client goes
+  }
+  res.body.destroy();
+  await until('the left call settles', async () => {
+    gw.app.settlement.drain();
+    return (await usageRow(gw, requestId)) !== undefined;
+  });
+  const row = await usageRow(gw, requestId);
+  const { server, clients } = await spansOf(gw, r, requestId);
+  const client = clients[0];
+  t.ok((row?.outputTokens ?? 0) > 0, `billed for what was delivered (${row?.outputTokens} output tokens)`);
+  t.equal(client?.attributes['gen_ai.usage.output_tokens'], row?.outputTokens, "the span's output tokens are the usage row's (set after the client left)");
+  t.equal(client?.attributes['gateway.cost_micro_inr'], row?.costMicros, "and its cost");
+  t.ok(typeof client?.attributes['error.type'] === 'string', `the attempt span has error.type (${String(client?.attributes['error.type'])})`);
+  t.equal(client?.status.code, STATUS_ERROR);
+  t.equal(server.attributes['error.type'], 'client_disconnected', 'the SERVER span: client_disconnected');
 });
 
 t.test('capture_content: true puts the prompt on the attempt span (what the default leaves off)', async (t) => {

@@ -24,6 +24,8 @@ export interface CallKind<Plan, Answer> {
   readonly type: ModelType;
   /** Once answered, the client's leaving no longer aborts the upstream read (speech reads on to measure what the client took). */
   readonly detach?: boolean;
+  /** The response cache's part in a call that fails before any answer (its usage row, and the cache metrics): looked up and missed, or bypassed. */
+  readonly cache?: { outcome: 'bypass' | 'miss' } | undefined;
   /**
    * What the call needs on this model, checked: a GatewayError when the model cannot take it
    * (the client's 400 for the model asked for; a fallback that cannot is skipped).

@@ -209,6 +209,7 @@ export class ChatService {
     const keep = plan?.outcome === 'lookup';
     return {
       type: 'chat',
+      cache: cacheRecord(plan),
       plan: (model) => ({ margin: modelPromptMargin(this.config, model) }),
       admit: (model, chatPlan, first) =>
         this.admitter.admit({

@@ -104,7 +104,7 @@ export class CallPipeline implements LoopDeps {
     try {
       return await loop.run();
     } catch (error) {
-      await this.settleFailure(ctx, loop.unanswered(error));
+      await this.settleFailure(ctx, loop.unanswered(error), kind.cache);
       throw error;
     } finally {
       this.routing.delete(loop);
@@ -171,7 +171,7 @@ export class CallPipeline implements LoopDeps {
   }
 
   /** A call that failed before any answer: a usage row with the status the client got, no charge, the hold released. */
-  private async settleFailure(ctx: CallContext, call: Unanswered): Promise<void> {
+  private async settleFailure(ctx: CallContext, call: Unanswered, cache: CacheRecord | undefined): Promise<void> {
     const { error, model } = call;
     const aborted = error instanceof CallAborted;
     const status = aborted ? 499 : isGatewayError(error) ? error.status : 500;
@@ -194,6 +194,7 @@ export class CallPipeline implements LoopDeps {
         hold: call.hold,
         requestedModel: ctx.requestedModel,
         observation: ctx.observation,
+        ...(cache ? { cache } : {}),
       });
     } catch (settleError) {
       this.logger.error({ err: settleError, req_id: ctx.requestId }, 'could not settle a failed call');

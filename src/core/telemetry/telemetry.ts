@@ -22,6 +22,9 @@ export interface AttemptTarget {
   provider: ProviderConfig;
 }
 
+/** How long an attempt span waits for the settlement of a call whose client left mid-answer. */
+const ABORTED_SETTLE_MS = 10_000;
+
 /** The most of a prompt or answer put on a span (telemetry.capture_content). */
 export const MAX_CONTENT_CHARS = 64 * 1024;
 
@@ -100,10 +103,20 @@ export class Telemetry {
     if (!span) return;
     const attempt = observation.attemptSpan;
     if (attempt) {
-      // An answer whose call never settled (the client left mid-answer): ended here.
-      if (aborted) GatewayTracer.fail(attempt, 'client_disconnected');
-      attempt.end();
-      observation.attemptSpan = undefined;
+      if (aborted) {
+        // The client left mid-answer: the call still settles (billed for what was delivered) a
+        // moment after, and settled() ends the span with its usage; ended here if it never does.
+        GatewayTracer.fail(attempt, 'client_disconnected');
+        setTimeout(() => {
+          if (observation.attemptSpan !== attempt) return;
+          attempt.end();
+          observation.attemptSpan = undefined;
+        }, ABORTED_SETTLE_MS).unref();
+      } else {
+        // An answer whose call never settled: ended here.
+        attempt.end();
+        observation.attemptSpan = undefined;
+      }
     }
     span.setAttribute('http.response.status_code', status);
     if (observation.model !== 'none') span.setAttribute('gateway.model', observation.model);
