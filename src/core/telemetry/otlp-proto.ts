@@ -5,8 +5,8 @@ import { Writer } from './protobuf-writer.js';
 /**
  * OTLP/protobuf encoding of a batch of spans (an ExportTraceServiceRequest), the bytes the
  * exporter posts. It writes what `@opentelemetry/otlp-transformer`'s ProtobufTraceSerializer
- * writes, byte for byte (test/core/otlp-proto.test.ts compares them), in about 40% of its
- * CPU: one pass instead of a size estimate then a write, no array per id, the request's buffer
+ * writes, byte for byte (test/core/otlp-proto.test.ts compares them), in a third to 40% of
+ * its CPU: one pass instead of a size estimate then a write, no array per id, the request's buffer
  * handed over without a copy. At 100% sampling the serializer was about half of what traces
  * cost a chat call (issue 31's +10% budget).
  *

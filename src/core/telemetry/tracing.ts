@@ -24,7 +24,7 @@ const getter: TextMapGetter<IncomingHttpHeaders> = {
 /**
  * The OTLP/HTTP protobuf exporter: the SDK's transport (headers, timeout, compression and
  * retries from OTEL_EXPORTER_OTLP_*), with the request encoded by otlp-proto.ts (the same
- * bytes as the SDK's serializer, at a third of its CPU).
+ * bytes as the SDK's serializer, at a third to 40% of its CPU).
  */
 async function protobufExporter(options: { url?: string }): Promise<SpanExporter> {
   const [{ OTLPExporterBase }, http, { ProtobufTraceSerializer, TraceExporterMetricsHelper }] = await Promise.all([
