@@ -22,8 +22,8 @@ for (let i = 0; i < 64; i++) {
   server.setAttributes({ 'http.response.status_code': 200, 'gateway.model': 'openai/gpt-4o-mini', 'gateway.provider': 'openai' });
   server.end();
 }
-export const spans: ReadableSpan[] = memory.getFinishedSpans();
-export function measure(name: string, serialize: (spans: ReadableSpan[]) => Uint8Array | undefined): number {
+const spans: ReadableSpan[] = memory.getFinishedSpans();
+function measure(name: string, serialize: (spans: ReadableSpan[]) => Uint8Array | undefined): number {
   const N = 3000;
   for (let i = 0; i < 500; i++) serialize(spans);
   const figures: number[] = [];
@@ -38,10 +38,8 @@ export function measure(name: string, serialize: (spans: ReadableSpan[]) => Uint
   console.log(`${name}: ${median.toFixed(3)} µs per span, ${serialize(spans)?.length} bytes per ${spans.length} spans`);
   return median;
 }
-if (process.argv[1] !== "x") {
 const theirs = ProtobufTraceSerializer.serializeRequest(spans) ?? new Uint8Array();
 const ours = encodeTraceRequest(spans);
 console.log(`same bytes: ${Buffer.from(theirs).equals(Buffer.from(ours))}`);
 measure('otlp-transformer', (s) => ProtobufTraceSerializer.serializeRequest(s));
-measure("otlp-proto.ts", (s) => encodeTraceRequest(s));
-}
+measure('otlp-proto.ts', (s) => encodeTraceRequest(s));
