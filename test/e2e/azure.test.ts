@@ -1,7 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI, { toFile } from 'openai';
 import t from 'tap';
-import { ceilMillion, charges, header, noHolds, postJson, usageRow } from '../support/e2e.js';
+import { ceilMillion, charges, exactlyBilled as exactlyBilledAt, header, noHolds, postJson, usageRow } from '../support/e2e.js';
 import { fundedKey, simulatedProviders, startTestGateway, type FundedKey, type TestGateway } from '../support/gateway.js';
 import { sampleAudio } from '../support/simulator/audio.js';
 import { ProviderSimulator } from '../support/simulator/server.js';
@@ -57,16 +57,8 @@ const openai = (): OpenAI => new OpenAI({ apiKey: funded.key, baseURL: `${gw.url
 const anthropic = (): Anthropic => new Anthropic({ apiKey: funded.key, baseURL: gw.url, maxRetries: 0 });
 
 /** The call's usage row priced at the model's prices, to the µINR, and its one charge. */
-async function exactlyBilled(t: Tap, requestId: string | undefined | null): Promise<void> {
-  gw.app.settlement.drain();
-  const row = await usageRow(gw, requestId ?? undefined);
-  t.ok(row, `a usage row for ${requestId}`);
-  if (!row) return;
-  const expected = ceilMillion(BigInt(row.inputTokens) * 12_600_000n + BigInt(row.outputTokens) * 50_400_000n);
-  t.equal(row.costMicros, expected, `${row.costMicros} µINR = ${row.inputTokens} in + ${row.outputTokens} out at the catalog's prices`);
-  const charged = await charges(gw, funded.accountId, requestId ?? undefined);
-  t.equal(charged.length, 1, 'charged once');
-  t.equal(-(charged[0]?.amountMicros ?? 0), expected, 'the charge is the cost');
+function exactlyBilled(t: Tap, requestId: string | undefined | null): Promise<void> {
+  return exactlyBilledAt(t, gw, funded.accountId, requestId, { input: 12_600_000n, output: 50_400_000n });
 }
 type Tap = Parameters<Parameters<typeof t.test>[0]>[0];
 

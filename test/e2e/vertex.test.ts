@@ -1,7 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import t from 'tap';
-import { ceilMillion, charges, header, noHolds, postJson, usageRow } from '../support/e2e.js';
+import { ceilMillion, charges, exactlyBilled as exactlyBilledAt, header, noHolds, postJson, usageRow } from '../support/e2e.js';
 import { fundedKey, simulatedProviders, startTestGateway, type FundedKey, type TestGateway } from '../support/gateway.js';
 import { ProviderSimulator } from '../support/simulator/server.js';
 import { VertexAccount } from '../support/simulator/vertex.js';
@@ -53,17 +53,8 @@ const openai = (): OpenAI => new OpenAI({ apiKey: funded.key, baseURL: `${gw.url
 const anthropic = (): Anthropic => new Anthropic({ apiKey: funded.key, baseURL: gw.url, maxRetries: 0 });
 type Tap = Parameters<Parameters<typeof t.test>[0]>[0];
 
-async function exactlyBilled(t: Tap, requestId: string | undefined | null): Promise<void> {
-  gw.app.settlement.drain();
-  const row = await usageRow(gw, requestId ?? undefined);
-  t.ok(row, `a usage row for ${requestId}`);
-  if (!row) return;
-  const expected = ceilMillion(BigInt(row.inputTokens) * 25_200_000n + BigInt(row.outputTokens) * 210_000_000n);
-  t.ok(row.inputTokens > 0 && row.outputTokens > 0, 'the upstream\'s usage');
-  t.equal(row.costMicros, expected, `${row.costMicros} µINR = ${row.inputTokens} in + ${row.outputTokens} out at the catalog's prices`);
-  const charged = await charges(gw, funded.accountId, requestId ?? undefined);
-  t.equal(charged.length, 1, 'charged once');
-  t.equal(-(charged[0]?.amountMicros ?? 0), expected, 'the charge is the cost');
+function exactlyBilled(t: Tap, requestId: string | undefined | null): Promise<void> {
+  return exactlyBilledAt(t, gw, funded.accountId, requestId, { input: 25_200_000n, output: 210_000_000n }, 'the upstream\'s usage');
 }
 
 t.test('Gemini on Vertex: chat completions with tools and an image, the publisher path and the token', async (t) => {

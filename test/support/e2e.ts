@@ -58,6 +58,24 @@ export function ceilMillion(total: bigint): number {
   return Number((total + 999_999n) / 1_000_000n);
 }
 
+/**
+ * A call's usage row priced at `prices` (µINR per million input and output tokens, as the
+ * catalog states them), and charged exactly once at that cost. `usage`: also asserts the
+ * upstream reported both token counts (the message says whose).
+ */
+export async function exactlyBilled(test: Tap, gw: RunningGateway, accountId: string, requestId: string | undefined | null, prices: { input: bigint; output: bigint }, usage?: string): Promise<void> {
+  gw.app.settlement.drain();
+  const row = await usageRow(gw, requestId ?? undefined);
+  test.ok(row, `a usage row for ${requestId}`);
+  if (!row) return;
+  if (usage !== undefined) test.ok(row.inputTokens > 0 && row.outputTokens > 0, usage);
+  const expected = ceilMillion(BigInt(row.inputTokens) * prices.input + BigInt(row.outputTokens) * prices.output);
+  test.equal(row.costMicros, expected, `${row.costMicros} µINR = ${row.inputTokens} in + ${row.outputTokens} out at the catalog's prices`);
+  const charged = await charges(gw, accountId, requestId ?? undefined);
+  test.equal(charged.length, 1, 'charged once');
+  test.equal(-(charged[0]?.amountMicros ?? 0), expected, 'the charge is the cost');
+}
+
 /** µINR as the INR number the API shows. */
 export function inr(micros: number): number {
   return micros / 1_000_000;

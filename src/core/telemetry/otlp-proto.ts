@@ -1,4 +1,4 @@
-import type { AttributeValue, Attributes, Link } from '@opentelemetry/api';
+import type { AttributeValue, Attributes, Link, SpanContext } from '@opentelemetry/api';
 import type { ReadableSpan, TimedEvent } from '@opentelemetry/sdk-trace-base';
 import { Writer } from './protobuf-writer.js';
 
@@ -109,10 +109,8 @@ function event(w: Writer, value: TimedEvent): void {
   w.close(start, 2);
 }
 
-function link(w: Writer, value: Link): void {
-  w.tag(13, WIRE_LEN);
-  const start = w.open(1);
-  const context = value.context;
+/** trace_id, span_id and trace_state: fields 1 to 3 of both a Span and a Link. */
+function spanContext(w: Writer, context: SpanContext): void {
   w.tag(1, WIRE_LEN);
   w.hexId(context.traceId);
   w.tag(2, WIRE_LEN);
@@ -122,6 +120,13 @@ function link(w: Writer, value: Link): void {
     w.tag(3, WIRE_LEN);
     w.string(state);
   }
+}
+
+function link(w: Writer, value: Link): void {
+  w.tag(13, WIRE_LEN);
+  const start = w.open(1);
+  const context = value.context;
+  spanContext(w, context);
   if (value.attributes) attributes(w, 4, value.attributes);
   w.tag(5, WIRE_VARINT);
   w.uint32(value.droppedAttributesCount ?? 0);
@@ -134,15 +139,7 @@ function span(w: Writer, value: ReadableSpan): void {
   w.tag(2, WIRE_LEN);
   const start = w.open(2);
   const context = value.spanContext();
-  w.tag(1, WIRE_LEN);
-  w.hexId(context.traceId);
-  w.tag(2, WIRE_LEN);
-  w.hexId(context.spanId);
-  const state = context.traceState?.serialize();
-  if (state) {
-    w.tag(3, WIRE_LEN);
-    w.string(state);
-  }
+  spanContext(w, context);
   const parent = value.parentSpanContext;
   if (parent?.spanId) {
     w.tag(4, WIRE_LEN);
