@@ -241,6 +241,35 @@ t.test("a client's traceparent is continued, and the attempt's context goes upst
   t.equal(lines.find((l) => l.msg === 'request' && l.req_id === requestId)?.trace_id, parent.traceId, 'the access log line has the trace id');
 });
 
+t.test('count_tokens counted by Anthropic: a CLIENT span for the count; a count Anthropic cannot make, an error span', async (t) => {
+  const r = await receiver(t);
+  const gw = await tracedGateway(t, r.url, 'http/protobuf');
+  const { key } = await fundedKey(gw, { balance: 5 });
+  sim.reset();
+  const headers = { 'x-api-key': key, 'anthropic-version': '2023-06-01' };
+  const counted = await postJson(`${gw.url}/v1/messages/count_tokens`, headers, { model: 'anthropic/claude-sonnet-4-5', messages: [{ role: 'user', content: 'How many tokens is this?' }] });
+  t.equal(counted.status, 200);
+  t.equal(header(counted, 'x-gateway-token-count'), 'upstream');
+  const { server, clients } = await spansOf(gw, r, header(counted, 'x-request-id') ?? '');
+  t.equal(server.name, 'POST /v1/messages/count_tokens');
+  t.equal(clients.length, 1);
+  const count = clients[0];
+  t.equal(count?.name, 'count_tokens claude-sonnet-4-5');
+  t.equal(count?.parentSpanId, server.spanId);
+  t.match(count?.attributes, { 'gen_ai.operation.name': 'count_tokens', 'gen_ai.provider.name': 'anthropic', 'gen_ai.request.model': 'claude-sonnet-4-5', 'gateway.deployment': 'anthropic:claude-sonnet-4-5' });
+  t.equal(count?.attributes['gen_ai.usage.input_tokens'], counted.json.input_tokens, 'the count on the span');
+  t.not(count?.status.code, STATUS_ERROR);
+  t.equal(upstreamTraceparent(sim.requests[0]), `00-${count?.traceId}-${count?.spanId}-01`, 'the count request carries its span upstream');
+
+  const overloaded = await postJson(`${gw.url}/v1/messages/count_tokens`, headers, { model: 'anthropic/claude-sonnet-4-5', messages: [{ role: 'user', content: 'SIM: {"error": {"status": 529}}' }] });
+  t.equal(header(overloaded, 'x-gateway-token-count'), 'estimate');
+  const failed = await spansOf(gw, r, header(overloaded, 'x-request-id') ?? '');
+  t.equal(failed.clients[0]?.status.code, STATUS_ERROR, 'the failed count is an error span');
+  t.ok(failed.clients[0]?.attributes['error.type'], 'with its error.type');
+  t.equal(failed.clients[0]?.attributes['http.response.status_code'], 529);
+  t.notOk('gen_ai.usage.input_tokens' in (failed.clients[0]?.attributes ?? {}), 'no count from a count that failed');
+});
+
 t.test('an upstream 500 then an answer: two CLIENT spans, the first an error', async (t) => {
   const r = await receiver(t);
   const gw = await tracedGateway(t, r.url, 'http/json');

@@ -1,5 +1,5 @@
 import type { App } from '../../app.js';
-import type { ChatProviderType, GatewayConfig, ModelConfig, ProviderConfig } from '../../config/types.js';
+import type { ChatProviderType, Deployment, GatewayConfig, ModelConfig, ProviderConfig } from '../../config/types.js';
 import type { ChatRequest } from '../../core/canonical.js';
 import type { ChatDraft } from '../../core/call-context.js';
 import { errors, isGatewayError } from '../../core/errors.js';
@@ -94,7 +94,7 @@ async function countPrompt(app: App, ctx: RequestContext, model: ModelConfig, dr
   const counter = upstreamCounter(app.config, model);
   if (counter) {
     try {
-      return { tokens: await countUpstream(app, ctx, counter, request), source: 'upstream', provider: counter.provider.name };
+      return { tokens: await countUpstream(app, ctx, model, counter, request), source: 'upstream', provider: counter.provider.name };
     } catch (error) {
       // The upstream refused the request itself: the client's 400, in its words.
       if (isGatewayError(error) && error.status === 400 && error.upstream?.status === 400) throw error;
@@ -107,6 +107,7 @@ async function countPrompt(app: App, ctx: RequestContext, model: ModelConfig, dr
 
 interface UpstreamCounter {
   provider: ProviderConfig;
+  deployment: Deployment;
   upstreamModel: string;
   family: ChatProviderType;
 }
@@ -116,27 +117,36 @@ function upstreamCounter(config: GatewayConfig, model: ModelConfig): UpstreamCou
   for (const deployment of model.deployments) {
     const provider = config.providers[deployment.provider];
     if (!provider || provider.type === 'deepgram' || provider.apiKeys.length === 0) continue;
-    if (TOKEN_COUNTERS[provider.type]) return { provider, upstreamModel: deployment.upstreamModel, family: provider.type };
+    if (TOKEN_COUNTERS[provider.type]) return { provider, deployment, upstreamModel: deployment.upstreamModel, family: provider.type };
   }
   return undefined;
 }
 
-async function countUpstream(app: App, ctx: RequestContext, counter: UpstreamCounter, request: ChatRequest): Promise<number> {
+async function countUpstream(app: App, ctx: RequestContext, model: ModelConfig, counter: UpstreamCounter, request: ChatRequest): Promise<number> {
   const tokenCounter = TOKEN_COUNTERS[counter.family];
   if (!tokenCounter) throw new Error(`no token counter for ${counter.family}`);
   const keyIndex = app.routes.nextKey(counter.provider, Date.now()) ?? 0;
   const provider = app.pipeline.withKey(counter.provider, keyIndex);
   request.upstreamModel = counter.upstreamModel;
   const upstream = tokenCounter.buildCountRequest(request, provider);
-  const response = await acceptOrThrow(provider, await app.upstream.send(provider, upstream, ctx.signal), PROVIDER_FAMILIES[counter.family].errorMessage);
-  const bytes = await readAll(response, MAX_COUNT_BODY);
-  let body: unknown;
+  const telemetry = app.pipeline.telemetry;
+  const span = telemetry.countStarted(ctx.observation, { model, deployment: counter.deployment, provider: counter.provider }, performance.now());
+  let tokens: number | undefined;
   try {
-    body = bytes ? JSON.parse(bytes.toString('utf8')) : undefined;
-  } catch {
-    body = undefined;
+    const response = await acceptOrThrow(provider, await app.upstream.send(provider, upstream, ctx.signal, span ? telemetry.traceHeaders(span) : undefined), PROVIDER_FAMILIES[counter.family].errorMessage);
+    const bytes = await readAll(response, MAX_COUNT_BODY);
+    let body: unknown;
+    try {
+      body = bytes ? JSON.parse(bytes.toString('utf8')) : undefined;
+    } catch {
+      body = undefined;
+    }
+    tokens = tokenCounter.parseCount(body);
+  } catch (error) {
+    telemetry.countEnded(ctx.observation, span, performance.now(), undefined, isGatewayError(error) ? error : errors.internal());
+    throw error;
   }
-  const tokens = tokenCounter.parseCount(body);
+  telemetry.countEnded(ctx.observation, span, performance.now(), tokens);
   if (tokens === undefined) throw new Error('the count answer has no input_tokens');
   return tokens;
 }

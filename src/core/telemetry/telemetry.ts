@@ -145,6 +145,33 @@ export class Telemetry {
     return span;
   }
 
+  /**
+   * An upstream token count (POST /v1/messages/count_tokens counted by the provider): the wait
+   * is the upstream's; traced, a CLIENT span `count_tokens {model}` (the conventions have no
+   * operation for it: `gen_ai.operation.name` is `count_tokens`). Not an attempt in metrics: it
+   * is no model call.
+   */
+  countStarted(observation: Observation | undefined, target: AttemptTarget, now: number): Span | undefined {
+    if (!observation) return undefined;
+    observation.upstreamOpen(now);
+    const parent = observation.span;
+    if (!parent || !this.tracer) return undefined;
+    const fixed = clientAttributes(target, 'count_tokens');
+    return this.tracer.startClient(parent, fixed.name, fixed.attributes).setAttribute('gateway.request_id', observation.requestId);
+  }
+
+  /** The count answered (its input tokens) or failed (its reason). */
+  countEnded(observation: Observation | undefined, span: Span | undefined, now: number, inputTokens: number | undefined, error?: GatewayError): void {
+    observation?.upstreamClose(now);
+    if (!span) return;
+    if (inputTokens !== undefined) span.setAttribute('gen_ai.usage.input_tokens', inputTokens);
+    if (error) {
+      if (error.upstream?.status !== undefined) span.setAttribute('http.response.status_code', error.upstream.status);
+      GatewayTracer.fail(span, error.reason, error.message);
+    } else if (inputTokens === undefined) GatewayTracer.fail(span, 'invalid_count');
+    span.end();
+  }
+
   /** The headers that carry an attempt's span upstream (W3C traceparent). */
   traceHeaders(span: Span): Record<string, string> {
     return this.tracer ? this.tracer.headersOf(span) : {};
