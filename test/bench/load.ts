@@ -350,6 +350,8 @@ export async function closedLoop(target: Target, spec: Spec, concurrency: number
   clearTimeout(t1);
   clearTimeout(t2);
   if (Number.isNaN(cpuUntil)) cpuUntil = cpuMicros(target.pid);
+  // Its deferred work stays out of the next target's window (the window above is steady state).
+  await settle([target.pid]);
   return { rps: counted / (durMs / 1000), completed: counted, errors, cpuUsPerReq: (cpuUntil - cpuFrom) / Math.max(1, counted) };
 }
 
@@ -405,10 +407,27 @@ export async function openLoop(target: Target, spec: Spec, rate: number, durMs: 
     setTimeout(tick, 2);
   });
   await Promise.all(inflight);
+  // The calls' deferred work (settlement batches, checkpoints, log flushes) is theirs.
+  await settle(cpuPids);
   const cpuUsPerReq: Record<number, number> = {};
   cpuPids.forEach((pid, i) => (cpuUsPerReq[pid] = (cpuMicros(pid) - (cpu0[i] as number)) / n));
   const sorted = (values: number[]): number[] => values.sort((a, b) => a - b);
   return { rate, sent: n, errors, latency: sorted(latency), ttft: sorted(ttft), chunkCounts, cpuUsPerReq, sendLagP99: percentile(sorted(lags), 0.99) };
+}
+
+/**
+ * Waits until the processes' CPU stops moving (two 100 ms samples alike, at most 1 s), so that
+ * a target's deferred work (settlement batches, WAL checkpoints, log flushes) is counted as its
+ * own and kept out of the next target's measured window (issue 32).
+ */
+export async function settle(pids: number[], maxMs = 1000): Promise<void> {
+  let last = pids.map(cpuMicros).join();
+  for (let waited = 0; waited < maxMs; waited += 100) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const now = pids.map(cpuMicros).join();
+    if (now === last) return;
+    last = now;
+  }
 }
 
 /** Nearest-rank percentile of an ascending array (NaN when empty). */

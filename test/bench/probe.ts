@@ -5,7 +5,8 @@ import { makeTarget, closedLoop, openLoop, specFor, median, WORKLOADS, type Work
 
 /**
  * A quicker, narrower probe than run.ts, for working on the gateway's CPU per call: the floor
- * and the gateway (embedded default) only, chat JSON only, open loop at RATE req/s (600) for
+ * (the minimal proxy, floor-minimal.ts; FLOOR=abort: floor-abort.ts) and the gateway (embedded
+ * default) only, chat JSON only, open loop at RATE req/s (600) for
  * ROUNDS rounds (5) of 3 s, in turns; prints each round's CPU µs per request split by thread
  * (main, libuv/V8 workers, the checkpointer) and the median ratio. PROF=1 adds --cpu-prof to
  * both (profiles in /tmp/prof and /tmp/prof-floor); NOWARM=1 replaces the closed-loop warm-up
@@ -73,7 +74,7 @@ const workload = (process.env.WORKLOAD ?? 'chat') as WorkloadId;
 if (!(workload in WORKLOADS)) throw new Error(`WORKLOAD: one of ${Object.keys(WORKLOADS).join(', ')}`);
 const rounds = Number(process.env.ROUNDS ?? 5);
 const sim = await startSimulator();
-const floorP = await startFloor(sim.url, sim.key, process.env.PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof-floor'] : process.env.GW_NODE_ARGS ? process.env.GW_NODE_ARGS.split(' ') : []);
+const floorP = await startFloor(sim.url, sim.key, process.env.PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof-floor'] : process.env.GW_NODE_ARGS ? process.env.GW_NODE_ARGS.split(' ') : [], process.env.FLOOR === 'abort' ? 'abort' : 'minimal');
 const redisFor = (name: string) => (process.env.REDIS ? { redis: { url: 'redis://127.0.0.1:6379', keyPrefix: `probe-${name}-${process.pid}:` } } : {});
 const hangingWebhook = process.env.ALERTS === 'hang' ? await listenHanging() : undefined;
 const alerts = hangingWebhook ? { alerts: { webhook_url: hangingWebhook, webhook_secret: 'bench-secret', balance_low_inr: 1_000_000_000 } } : {};

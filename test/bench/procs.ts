@@ -130,27 +130,32 @@ export async function startSimulator(key = 'sim-key'): Promise<Proc & { key: str
   return { ...procOf('simulator', child, match[1] as string), key };
 }
 
+/** The two floors (issue 32): the minimal proxy the gateway is judged against, and the same with the client's close propagated upstream. */
+export type FloorKind = 'minimal' | 'abort';
+const FLOOR_FILES: Record<FloorKind, string> = { minimal: 'floor-minimal', abort: 'floor-abort' };
+
 /**
- * The bare pass-through proxy (floor-proxy.ts) in front of the simulator, compiled to plain
- * JavaScript first (esbuild, dependencies left as imports) and run by `node` with the gateway's
- * own Node flags: no loader in either, so neither pays for one.
+ * A bare pass-through proxy (floor-minimal.ts or floor-abort.ts) in front of the simulator,
+ * compiled to plain JavaScript first (esbuild, dependencies left as imports) and run by `node`
+ * with the gateway's own Node flags: no loader in either, so neither pays for one.
  */
-export async function startFloor(simUrl: string, simKey: string, nodeArgs: string[] = []): Promise<Proc> {
-  const entry = await compileFloor();
+export async function startFloor(simUrl: string, simKey: string, nodeArgs: string[] = [], kind: FloorKind = 'minimal'): Promise<Proc> {
+  const entry = await compileFloor(FLOOR_FILES[kind]);
   const child = spawn(process.execPath, [...nodeArgs, entry, '--upstream', simUrl, '--key', simKey], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: cleanEnv(),
   });
-  const match = await waitForStdout('floor', child, /floor listening on (http:\/\/[0-9.]+:\d+)/);
-  return procOf('floor', child, match[1] as string);
+  const name = kind === 'minimal' ? 'floor' : 'floor-abort';
+  const match = await waitForStdout(name, child, /floor listening on (http:\/\/[0-9.]+:\d+)/);
+  return procOf(name, child, match[1] as string);
 }
 
-/** test/bench/floor-proxy.ts as JavaScript in bench-results/.build/ (under the root, so its imports resolve to node_modules). */
-async function compileFloor(): Promise<string> {
+/** test/bench/<file>.ts as JavaScript in bench-results/.build/ (under the root, so its imports resolve to node_modules). */
+async function compileFloor(file: string): Promise<string> {
   const { build } = await import('esbuild');
-  const outfile = join(ROOT, 'bench-results/.build/floor-proxy.mjs');
-  await build({ entryPoints: [join(ROOT, 'test/bench/floor-proxy.ts')], outfile, bundle: true, packages: 'external', platform: 'node', format: 'esm', target: 'node20', logLevel: 'error' });
+  const outfile = join(ROOT, `bench-results/.build/${file}.mjs`);
+  await build({ entryPoints: [join(ROOT, `test/bench/${file}.ts`)], outfile, bundle: true, packages: 'external', platform: 'node', format: 'esm', target: 'node20', logLevel: 'error' });
   return outfile;
 }
 

@@ -180,8 +180,11 @@ async function main(): Promise<void> {
   if (args.profile) mkdirSync(profileDir, { recursive: true });
   // The floor and every gateway run under the same Node flags (none, or --cpu-prof for --profile).
   const nodeArgs = args.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
-  const floorProc = await startFloor(sim.url, sim.key, nodeArgs);
+  // Two floors (issue 32): the minimal proxy (judged against) and the same with abort propagation.
+  const floorProc = await startFloor(sim.url, sim.key, nodeArgs, 'minimal');
   procs.push(floorProc);
+  const floorAbortProc = await startFloor(sim.url, sim.key, nodeArgs, 'abort');
+  procs.push(floorAbortProc);
   const portkeyProc = args.portkey ? await startPortkey(nodeArgs) : undefined;
   if (portkeyProc) procs.push(portkeyProc);
   const gateways: GatewayProc[] = [];
@@ -238,7 +241,7 @@ async function main(): Promise<void> {
 
   await sleep(1000);
   const readAll = (): Record<string, Memory> => {
-    const out: Record<string, Memory> = { floor: memory(floorProc.pid), ...(portkeyProc ? { portkey: memory(portkeyProc.pid) } : {}) };
+    const out: Record<string, Memory> = { floor: memory(floorProc.pid), 'floor-abort': memory(floorAbortProc.pid), ...(portkeyProc ? { portkey: memory(portkeyProc.pid) } : {}) };
     for (const gw of gateways) out[gw.name] = memory(gw.pid);
     out.simulator = memory(sim.pid);
     return out;
@@ -263,10 +266,11 @@ async function main(): Promise<void> {
 
   const direct = makeTarget('direct', 'direct', sim.url, sim.pid, [sim.key]);
   const floor = makeTarget('floor', 'floor', floorProc.url, floorProc.pid, ['floor-needs-no-key']);
+  const floorAbort = makeTarget('floor-abort', 'floor', floorAbortProc.url, floorAbortProc.pid, ['floor-needs-no-key']);
   const gwTargets = gateways.map((gw) => makeTarget(gw.name, 'gateway', gw.url, gw.pid, gw.keys));
   // Portkey gets the simulator as a custom OpenAI host, per request (its documented headers).
   const portkey = portkeyProc ? makeTarget('portkey', 'portkey', portkeyProc.url, portkeyProc.pid, [sim.key], 64, { 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${sim.url}/v1` }) : undefined;
-  const targets: Target[] = [direct, floor, ...(portkey ? [portkey] : []), ...gwTargets];
+  const targets: Target[] = [direct, floor, floorAbort, ...(portkey ? [portkey] : []), ...gwTargets];
   // The cache-enabled daemon takes part in the cache workloads only; those run against it, the
   // plain gateway (the reference) and direct (for the added latency).
   const plainGwTargets = gwTargets.filter((t) => t.id !== CACHE_GATEWAY);
@@ -352,7 +356,7 @@ async function main(): Promise<void> {
     say(`  ${dashboard.map((d) => `${d.path} ${d.rps.toFixed(0)}/s p50 ${d.p50Ms.toFixed(2)} ms`).join(', ')}`);
   }
 
-  const peak: Record<string, Memory> = { floor: memory(floorProc.pid) };
+  const peak: Record<string, Memory> = { floor: memory(floorProc.pid), 'floor-abort': memory(floorAbortProc.pid) };
   for (const gw of gateways) peak[gw.name] = memory(gw.pid);
   peak.simulator = memory(sim.pid);
 
@@ -373,6 +377,7 @@ async function main(): Promise<void> {
     ledger.push(await checkLedger(gw, target, okCalls.get(target.id) ?? {}));
   }
   await floorProc.stop();
+  await floorAbortProc.stop();
   await portkeyProc?.stop();
   await sim.stop();
   if (args.redis) await cleanRedisPrefix(redisUrl, redisPrefix).catch(() => 0);
@@ -427,10 +432,10 @@ async function main(): Promise<void> {
     checks: [...evaluate(partial, gateways.map((g) => g.name)), ...(telemetry ? telemetryChecks(telemetry) : [])],
     caveats: [
       `harness, simulator, floor and gateway${args.redis || args.postgres ? `s (and ${[...(args.redis ? ['Redis'] : []), ...(args.postgres ? ['PostgreSQL'] : [])].join(', ')})` : ''} share the same ${machineInfo().cores} cores: "max req/s" is what the whole loop reaches, not the target alone; CPU µs/req is the target process alone (utime+stime from /proc, ${1000 / CLK_TCK} ms ticks).`,
-      'the gateway logs one JSON access line per request (level info, to a file); the floor logs nothing, checks no key and writes no usage.',
+      'the gateway logs one JSON access line per request (level info, to a file); the floors log nothing, check no key and write no usage.',
       'added latency = target minus direct-to-simulator in the same round, at the same rate, measured from the scheduled send time.',
       ...(args.portkey ? [`portkey is @portkey-ai/gateway ${PORTKEY_VERSION} (its Node build, default settings) with x-portkey-provider: openai and x-portkey-custom-host pointing at the simulator; it runs the chat JSON workload only (its streamed answers fail on Node 20 with "TypeError: immutable" from its header handling: HTTP 500 for every streamed call).`] : []),
-      'the floor is test/bench/floor-proxy.ts compiled to plain JavaScript (esbuild) and the gateway is dist/ (tsc): both run by node with the same flags, no loader; the simulator runs through the tsx loader (the same upstream for every target).',
+      'the floor is test/bench/floor-minimal.ts (node:http in, one undici Pool per upstream origin out, JSON parsed and re-serialized once: the CPU limits are ratios to it) and floor-abort is test/bench/floor-abort.ts (the same through undici.request on an Agent with a per-call AbortController aborted on the client\'s close), each compiled to plain JavaScript (esbuild); the gateway is dist/ (tsc): all run by node with the same flags, no loader; the simulator runs through the tsx loader (the same upstream for every target). A CPU ratio is the median of the per-round ratios (the rounds interleave the targets); after each target\'s loop the harness waits for its CPU to settle (at most 1 s), so its deferred work is its own.',
       `closed loop: ${plan.concurrency} connections back to back, the gateway's ${plan.keys} sk- keys rotated per request; open loops: requests on a clock at 50% of the slowest gateway's maximum and, for the chat-format workloads, at a fixed ${plan.fixedRate} req/s.`,
       ...(gatewayEntry.startsWith('dist/')
         ? []
