@@ -1,0 +1,29 @@
+import { makeTarget } from '../load.js';
+import { memory, startFloor, startGatewayProc, startSimulator } from '../procs.js';
+import { slowStreams } from '../streams.js';
+
+/**
+ * What 1,000 open streams cost in memory (issue 32: under 200 MB RSS for the plain gateway),
+ * without the rest of the benchmark: the simulator, the minimal floor and the gateway (dist/,
+ * embedded default), each target's RSS idle and then with STREAMS (1000) slow streams open
+ * (test/bench/streams.ts, the benchmark's own phase). GW_NODE_ARGS adds Node flags to the
+ * gateway (e.g. `--max-semi-space-size=4`).
+ *
+ *   npm run build && node --import tsx test/bench/diag/streams-memory.ts
+ */
+
+const streams = Number(process.env.STREAMS ?? 1000);
+const sim = await startSimulator();
+const floor = await startFloor(sim.url, sim.key);
+const gw = await startGatewayProc({ name: 'gateway', simUrl: sim.url, simKey: sim.key, keys: 16, ...(process.env.GW_NODE_ARGS ? { nodeArgs: process.env.GW_NODE_ARGS.split(' ') } : {}) });
+const targets = [makeTarget('floor', 'floor', floor.url, floor.pid, ['x']), makeTarget('gateway', 'gateway', gw.url, gw.pid, gw.keys)];
+await new Promise((resolve) => setTimeout(resolve, 1000));
+for (const t of targets) {
+  const idle = memory(t.pid).rssMb;
+  const result = await slowStreams(t, sim.pid, { streams, chunkDelayMs: 1000, waitMs: 10_000, settleMs: 2000 });
+  console.log(`${t.id}: idle ${idle.toFixed(0)} MB, ${result.receiving}/${streams} streams receiving: RSS ${result.rssMb.toFixed(0)} MB (${(((result.rssMb - idle) * 1024) / streams).toFixed(0)} KB per stream), failed ${result.failed}${result.errors.length ? ` ${result.errors.join('; ')}` : ''}`);
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+}
+for (const p of [sim, floor, gw]) p.child.kill('SIGTERM');
+await Promise.all([sim, floor, gw].map((p) => new Promise((resolve) => p.child.once('exit', resolve))));
+process.exit(0);
