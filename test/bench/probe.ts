@@ -16,6 +16,8 @@ import { makeTarget, closedLoop, openLoop, specFor, median, WORKLOADS, type Work
  * WORKLOAD=stream|messages|embeddings|speech probes another workload instead of chat JSON.
  * CSW=1 adds the main thread's voluntary context switches per request (csw=, not in the total).
  * REDIS=1 configures both daemons with Redis (redis://127.0.0.1:6379, a key prefix each).
+ * PG=1 puts each daemon on a scratch PostgreSQL database of its own (PG_URL, default
+ *   postgres://postgres@127.0.0.1:5432/postgres; dropped at the end).
  * DEPLOYMENTS=3 gives the gateway (not the base) three weighted deployments of openai/gpt-4o-mini
  *   (procs.ts): with BASE=. (this checkout) it measures what routing over several costs.
  * ALERTS=hang configures the gateway (not the base) with alerts to a webhook that accepts and
@@ -76,6 +78,21 @@ const rounds = Number(process.env.ROUNDS ?? 5);
 const sim = await startSimulator();
 const floorP = await startFloor(sim.url, sim.key, process.env.PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof-floor'] : process.env.GW_NODE_ARGS ? process.env.GW_NODE_ARGS.split(' ') : [], process.env.FLOOR === 'abort' ? 'abort' : 'minimal');
 const redisFor = (name: string) => (process.env.REDIS ? { redis: { url: 'redis://127.0.0.1:6379', keyPrefix: `probe-${name}-${process.pid}:` } } : {});
+// PG=1: each daemon on a scratch PostgreSQL database of its own (PG_URL, an admin URL that may CREATE DATABASE), dropped at the end.
+const pgAdmin = process.env.PG ? (process.env.PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres') : undefined;
+const scratch: string[] = [];
+async function pgFor(): Promise<{ databaseUrl?: string }> {
+  if (!pgAdmin) return {};
+  const { default: postgres } = await import('postgres');
+  const name = `probe_${process.pid}_${scratch.length}`;
+  const admin = postgres(pgAdmin, { max: 1, onnotice: () => undefined });
+  await admin.unsafe(`CREATE DATABASE ${name}`);
+  await admin.end({ timeout: 1 });
+  scratch.push(name);
+  const url = new URL(pgAdmin);
+  url.pathname = `/${name}`;
+  return { databaseUrl: url.toString() };
+}
 const hangingWebhook = process.env.ALERTS === 'hang' ? await listenHanging() : undefined;
 const alerts = hangingWebhook ? { alerts: { webhook_url: hangingWebhook, webhook_secret: 'bench-secret', balance_low_inr: 1_000_000_000 } } : {};
 const collector = process.env.TRACES === 'on' ? await listenCollector() : undefined;
@@ -83,10 +100,10 @@ const extra: Record<string, unknown> = {
   ...(process.env.METRICS === 'off' ? { metrics: { enabled: false } } : {}),
   ...(collector ? { telemetry: { enabled: true, endpoint: collector.url, protocol: process.env.TRACES_PROTOCOL ?? 'http/protobuf', sample_ratio: 1 } } : {}),
 };
-const gw = await startGatewayProc({ name: 'gateway', simUrl: sim.url, simKey: sim.key, keys: 16, ...alerts, extra, ...(process.env.DEPLOYMENTS ? { deployments: Number(process.env.DEPLOYMENTS) } : {}), ...redisFor('gateway'), ...(process.env.PROF ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] } : process.env.GW_NODE_ARGS ? { nodeArgs: process.env.GW_NODE_ARGS.split(' ') } : {}) });
+const gw = await startGatewayProc({ name: 'gateway', simUrl: sim.url, simKey: sim.key, keys: 16, ...(await pgFor()), ...alerts, extra, ...(process.env.DEPLOYMENTS ? { deployments: Number(process.env.DEPLOYMENTS) } : {}), ...redisFor('gateway'), ...(process.env.PROF ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] } : process.env.GW_NODE_ARGS ? { nodeArgs: process.env.GW_NODE_ARGS.split(' ') } : {}) });
 // BASE_BATCH_WINDOW: the base daemon's billing batch window (A/B of a setting: BASE may be this checkout).
 if (process.env.BASE_BATCH_WINDOW) process.env.BENCH_BATCH_WINDOW = process.env.BASE_BATCH_WINDOW;
-const base = process.env.BASE ? await startGatewayProc({ name: 'base', simUrl: sim.url, simKey: sim.key, keys: 16, root: process.env.BASE, ...redisFor('base') }) : undefined;
+const base = process.env.BASE ? await startGatewayProc({ name: 'base', simUrl: sim.url, simKey: sim.key, keys: 16, root: process.env.BASE, ...(await pgFor()), ...redisFor('base') }) : undefined;
 const targets = [makeTarget('floor', 'floor', floorP.url, floorP.pid, ['x']), makeTarget('gateway', 'gateway', gw.url, gw.pid, gw.keys)];
 if (base) targets.push(makeTarget('base', 'gateway', base.url, base.pid, base.keys));
 for (const t of targets) if (!process.env.NOWARM) await closedLoop(t, specFor(t, workload), 8, 0, 3000); else await openLoop(t, specFor(t, workload), rate, 2000, [t.pid]);
@@ -117,4 +134,10 @@ if (collector) console.log(`the collector took ${(collector.bytes() / 1024).toFi
 const procs = [sim, floorP, gw, ...(base ? [base] : [])];
 for (const p of procs) p.child.kill('SIGTERM');
 await Promise.all(procs.map((p) => new Promise((r) => p.child.once('exit', r))));
+if (pgAdmin && scratch.length > 0) {
+  const { default: postgres } = await import('postgres');
+  const admin = postgres(pgAdmin, { max: 1, onnotice: () => undefined });
+  for (const name of scratch) await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await admin.end({ timeout: 1 });
+}
 process.exit(0);

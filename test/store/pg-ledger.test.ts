@@ -89,6 +89,16 @@ t.test('settlement batches from three daemons: every charge once, balances = led
   t.equal(await balance('acc_a'), balanceBefore, 'rolled back, balance included');
   t.same(await sql`SELECT 1 FROM ledger WHERE request_id = 'req_new_1'`, [], 'no entry of the failed batch');
   await t.rejects(ledger.chargeMany([{ accountId: 'acc_a', amountMicros: -1, requestId: 'req_neg', now }]), RangeError);
+  // An account that does not exist fails the batch before its COMMIT (its statements were all sent at once).
+  await t.rejects(
+    ledger.chargeMany([
+      { accountId: 'acc_a', amountMicros: 7, requestId: 'req_missing_1', apiKeyId: 'key_a', now },
+      { accountId: 'acc_nope', amountMicros: 7, requestId: 'req_missing_2', now },
+    ]),
+    /account acc_nope does not exist/,
+  );
+  t.equal(await balance('acc_a'), balanceBefore, 'rolled back: the existing account is not charged');
+  t.same(await sql`SELECT 1 FROM ledger WHERE request_id IN ('req_missing_1', 'req_missing_2')`, [], 'no entry of it');
   t.equal((await ledger.list('acc_a', 2)).length, 2, 'newest first, limited');
 });
 

@@ -46,30 +46,66 @@ export class PgLedger {
 
   /**
    * A settlement batch in one transaction (the group commit of the calls that ended
-   * together): one balance update per account and one spend update per key, then one entry
+   * together): every account's balance and every key's spend in one UPDATE each, one entry
    * per charge with its running balance. A request id already charged makes the whole batch
    * fail (unique index), as in SQLite; the caller then applies the calls one by one.
+   *
+   * The statements are sent together, without waiting for one answer before the next (the
+   * driver pipelines a transaction's queries; PostgreSQL still runs them in order, each seeing
+   * the ones before): one round trip for the batch and one for its COMMIT, where a statement
+   * per account and per key took one each (issue 32). The rows are locked in id order first
+   * (byte order, as JavaScript sorts ASCII) and accounts before keys, so two daemons' batches
+   * never deadlock: an UPDATE … FROM unnest() alone locks in its join's order. `more` adds the
+   * batch's other statements (the usage rows), sent with them.
    */
-  async chargeMany(inputs: readonly ChargeInput[], more?: (tx: Tx) => Promise<void>): Promise<void> {
+  async chargeMany<T>(inputs: readonly ChargeInput[], more?: (tx: Tx) => Promise<T>): Promise<T | undefined> {
     const { perAccount, perKey } = batchTotals(inputs);
-    await this.sql.begin(async (raw) => {
+    const byId = ([a]: [string, unknown], [b]: [string, unknown]): number => (a < b ? -1 : a > b ? 1 : 0);
+    const accounts = [...perAccount].sort(byId);
+    const keys = [...perKey].sort(byId);
+    const accountIds = accounts.map(([id]) => id);
+    return this.sql.begin(async (raw) => {
       const tx = raw as unknown as Tx;
-      // Accounts in a fixed order: two daemons' batches lock shared wallets without deadlock.
-      const running = new Map<string, number>();
-      for (const [accountId, { total, now }] of [...perAccount].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-        const [applied] = await tx<Array<{ balance_micros: number }>>`UPDATE accounts SET balance_micros = balance_micros - ${total}, spent_micros = spent_micros + ${total}, updated_at = ${now} WHERE id = ${accountId} RETURNING balance_micros`;
-        if (!applied) throw new Error(`account ${accountId} does not exist`);
-        running.set(accountId, applied.balance_micros + total);
+      const sent: Array<Promise<unknown>> = [];
+      const locked = accounts.length === 0 ? Promise.resolve([]) : tx<Array<{ id: string }>>`SELECT id FROM accounts WHERE id = ANY(${accountIds}::text[]) ORDER BY id COLLATE "C" FOR UPDATE`;
+      sent.push(locked);
+      if (accounts.length > 0) {
+        sent.push(tx`
+          UPDATE accounts AS a SET balance_micros = a.balance_micros - t.total, spent_micros = a.spent_micros + t.total, updated_at = t.now
+            FROM unnest(${accountIds}::text[], ${accounts.map(([, a]) => a.total)}::bigint[], ${accounts.map(([, a]) => a.now)}::bigint[]) AS t(id, total, now)
+            WHERE a.id = t.id`);
       }
-      const rows = inputs.map((input) => {
-        const balanceAfter = (running.get(input.accountId) as number) - input.amountMicros;
-        running.set(input.accountId, balanceAfter);
-        return { account_id: input.accountId, kind: 'charge', amount_micros: -input.amountMicros, balance_after_micros: balanceAfter, request_id: input.requestId, api_key_id: input.apiKeyId ?? null, created_at: input.now };
-      });
-      for (let i = 0; i < rows.length; i += 1000) await tx`INSERT INTO ledger ${tx(rows.slice(i, i + 1000))}`;
-      for (const [keyId, total] of [...perKey].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) await tx`UPDATE api_keys SET spent_micros = spent_micros + ${total} WHERE id = ${keyId}`;
-      if (more) await more(tx);
-    });
+      if (inputs.length > 0) {
+        // Each entry's balance after it: the account's balance after the whole batch plus the
+        // charges that follow it in the batch.
+        sent.push(tx`
+          INSERT INTO ledger (account_id, kind, amount_micros, balance_after_micros, request_id, api_key_id, created_at)
+            SELECT t.account_id, 'charge', -t.amount, a.balance_micros + coalesce(sum(t.amount) OVER (PARTITION BY t.account_id ORDER BY t.ord DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0), t.request_id, t.api_key_id, t.created_at
+            FROM unnest(${inputs.map((i) => i.accountId)}::text[], ${inputs.map((i) => i.amountMicros)}::bigint[], ${inputs.map((i) => i.requestId)}::text[], ${inputs.map((i) => i.apiKeyId ?? null)}::text[], ${inputs.map((i) => i.now)}::bigint[]) WITH ORDINALITY AS t(account_id, amount, request_id, api_key_id, created_at, ord)
+            JOIN accounts AS a ON a.id = t.account_id
+            ORDER BY t.ord`);
+      }
+      if (keys.length > 0) {
+        const keyIds = keys.map(([id]) => id);
+        sent.push(tx`SELECT id FROM api_keys WHERE id = ANY(${keyIds}::text[]) ORDER BY id COLLATE "C" FOR UPDATE`);
+        sent.push(tx`UPDATE api_keys AS k SET spent_micros = k.spent_micros + t.total FROM unnest(${keyIds}::text[], ${keys.map(([, total]) => total)}::bigint[]) AS t(id, total) WHERE k.id = t.id`);
+      }
+      // Started in this order (a query is sent when first awaited): the locks before any other
+      // statement takes a lock on the same rows (the usage rows' foreign key takes one).
+      const charged = Promise.all(sent);
+      const extra = more?.(tx);
+      // Whichever fails first rolls the batch back; the other then fails with the same abort.
+      extra?.catch(() => undefined);
+      await charged;
+      const result = await extra;
+      const found = await locked;
+      // Checked before the COMMIT: a missing account rolls the batch back.
+      if (found.length !== accounts.length) {
+        const present = new Set(found.map((row) => row.id));
+        throw new Error(`account ${accountIds.find((id) => !present.has(id)) ?? '?'} does not exist`);
+      }
+      return result;
+    }) as Promise<T | undefined>;
   }
 
   /** One charge, once per request id (a second returns the first entry). */

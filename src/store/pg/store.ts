@@ -92,11 +92,8 @@ export class PgStore implements Store {
   }
 
   async settle(charges: readonly ChargeInput[], rows: readonly NewUsage[]): Promise<UsageRecord[]> {
-    let records: UsageRecord[] = [];
-    await this.ledger.chargeMany(charges, async (tx) => {
-      records = await this.usage.insertMany(rows, tx);
-    });
-    return records;
+    // The usage rows' INSERT goes out with the charges' statements (one round trip).
+    return (await this.ledger.chargeMany(charges, (tx) => this.usage.insertMany(rows, tx))) ?? [];
   }
 
   async createFirstAdmin(account: NewAccount, key: NewKey): Promise<{ account: Account; key: KeyRecord } | undefined> {
