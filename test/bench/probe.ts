@@ -75,6 +75,8 @@ const rate = Number(process.env.RATE ?? 600);
 const workload = (process.env.WORKLOAD ?? 'chat') as WorkloadId;
 if (!(workload in WORKLOADS)) throw new Error(`WORKLOAD: one of ${Object.keys(WORKLOADS).join(', ')}`);
 const rounds = Number(process.env.ROUNDS ?? 5);
+// ROUND_MS: each round's length per target (3000).
+const roundMs = Number(process.env.ROUND_MS ?? 3000);
 const sim = await startSimulator();
 const floorP = await startFloor(sim.url, sim.key, process.env.PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof-floor'] : process.env.GW_NODE_ARGS ? process.env.GW_NODE_ARGS.split(' ') : [], process.env.FLOOR === 'abort' ? 'abort' : 'minimal');
 const redisFor = (name: string) => (process.env.REDIS ? { redis: { url: 'redis://127.0.0.1:6379', keyPrefix: `probe-${name}-${process.pid}:` } } : {});
@@ -98,7 +100,7 @@ const alerts = hangingWebhook ? { alerts: { webhook_url: hangingWebhook, webhook
 const collector = process.env.TRACES === 'on' ? await listenCollector() : undefined;
 const extra: Record<string, unknown> = {
   ...(process.env.METRICS === 'off' ? { metrics: { enabled: false } } : {}),
-  ...(collector ? { telemetry: { enabled: true, endpoint: collector.url, protocol: process.env.TRACES_PROTOCOL ?? 'http/protobuf', sample_ratio: 1 } } : {}),
+  ...(collector ? { telemetry: { enabled: true, endpoint: collector.url, protocol: process.env.TRACES_PROTOCOL ?? 'http/protobuf', sample_ratio: Number(process.env.TRACES_RATIO ?? 1) } } : {}),
 };
 const gw = await startGatewayProc({ name: 'gateway', simUrl: sim.url, simKey: sim.key, keys: 16, ...(await pgFor()), ...alerts, extra, ...(process.env.DEPLOYMENTS ? { deployments: Number(process.env.DEPLOYMENTS) } : {}), ...redisFor('gateway'), ...(process.env.PROF ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] } : process.env.GW_NODE_ARGS ? { nodeArgs: process.env.GW_NODE_ARGS.split(' ') } : {}) });
 // BASE_BATCH_WINDOW: the base daemon's billing batch window (A/B of a setting: BASE may be this checkout).
@@ -117,7 +119,7 @@ for (let r = 0; r < rounds; r++) {
   for (const t of order) {
     if (!t) continue;
     const a = threads(t.pid);
-    const res = await openLoop(t, specFor(t, workload), rate, 3000, [t.pid]);
+    const res = await openLoop(t, specFor(t, workload), rate, roundMs, [t.pid]);
     const b = threads(t.pid);
     const parts = [...b].map(([k, v]) => [k, (v - (a.get(k) ?? 0)) / res.sent] as const).filter(([, v]) => v > 0).sort((x, y) => y[1] - x[1]);
     const total = parts.reduce((s, [k, v]) => (k === 'csw' ? s : s + v), 0);

@@ -112,3 +112,31 @@ t.test('several resources and scopes in one batch, and a batch far over the firs
   same(t, many.memory.getFinishedSpans().slice(0, 1), 'then one span (a smaller buffer than the last)');
   t.equal(encodeTraceRequest([]).length, 0, 'no spans: an empty request');
 });
+
+t.test("the gateway's own spans (span.ts): the same bytes as the SDK's serializer writes for them", async (t) => {
+  const { GatewayTracer } = await import('../../src/core/telemetry/tracing.js');
+  const memory = new InMemorySpanExporter();
+  const tracer = GatewayTracer.withExporter({ serviceName: 'gateway', sampleRatio: 1, captureContent: false }, memory);
+  const shared = { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'openai', 'gen_ai.request.model': 'gpt-4o-mini', 'server.address': '127.0.0.1', 'gateway.deployment': 'openai:gpt-4o-mini' };
+  for (let i = 0; i < 3; i++) {
+    const server = tracer.startServer('POST /v1/chat/completions', { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', tracestate: 'vendor=abc' }, { 'http.request.method': 'POST', 'client.address': '127.0.0.1' });
+    const client = tracer.startClient(server, 'chat gpt-4o-mini', shared);
+    client.setAttribute('gateway.attempt', i + 1).setAttribute('gen_ai.usage.input_tokens', 12).setAttribute('gen_ai.response.finish_reasons', ['stop']).setAttribute('gen_ai.request.temperature', 0.25);
+    // An attribute of the deployment's set changed on one span: only that span's.
+    if (i === 1) client.setAttribute('gen_ai.request.model', 'gpt-4o-mini-2024-07-18');
+    if (i === 2) client.recordException(new Error('boom'));
+    client.setStatus({ code: i === 2 ? SpanStatusCode.ERROR : SpanStatusCode.UNSET });
+    client.end();
+    server.setAttribute('http.response.status_code', 200).end();
+  }
+  await tracer.flush();
+  const spans = memory.getFinishedSpans();
+  t.equal(spans.length, 6);
+  same(t, spans, "the gateway's spans");
+  const clients = spans.filter((span) => span.kind === SpanKind.CLIENT);
+  t.equal(clients[1]?.attributes['gen_ai.request.model'], 'gpt-4o-mini-2024-07-18', 'the changed one');
+  t.equal(clients[2]?.attributes['gen_ai.request.model'], 'gpt-4o-mini', 'the others keep the shared value');
+  t.same(Object.keys(clients[1]?.attributes ?? {}).slice(0, 5), Object.keys(shared), 'the shared ones first, in their order');
+  t.equal(shared['gen_ai.request.model'], 'gpt-4o-mini', 'the shared object is never written');
+  await tracer.shutdown(1000);
+});
