@@ -1,7 +1,6 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { parseArgs } from 'node:util';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Agent, request } from 'undici';
+import { fail, floorArgs, readCall, relay, serveFloor } from './floor-shared.js';
 
 /**
  * The floor with abort propagation: what a Node gateway must at least do for one chat,
@@ -18,79 +17,27 @@ import { Agent, request } from 'undici';
  * Prints `floor listening on http://127.0.0.1:PORT` when ready.
  */
 
-const { values } = parseArgs({
-  options: {
-    upstream: { type: 'string' },
-    key: { type: 'string', default: 'sim-key' },
-    port: { type: 'string', default: '0' },
-  },
-});
-if (!values.upstream) {
-  process.stderr.write('--upstream is required\n');
-  process.exit(2);
-}
-const upstream = values.upstream.replace(/\/$/, '');
-const upstreamAuth = `Bearer ${values.key}`;
+const args = floorArgs();
+const upstream = args.upstream.replace(/\/$/, '');
+const upstreamAuth = `Bearer ${args.key}`;
 const agent = new Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000 });
 
-function fail(res: ServerResponse, status: number, message: string): void {
-  if (res.headersSent) {
-    res.destroy();
-    return;
-  }
-  const body = JSON.stringify({ error: { message, type: 'floor_error' } });
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-  res.end(body);
-}
-
-function readBody(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)));
-    req.on('error', reject);
-  });
-}
-
-/** The paths passed through, to the same path upstream. */
-const PATHS = new Set(['/v1/chat/completions', '/v1/embeddings', '/v1/audio/speech']);
-
 async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const path = req.url ?? '';
-  if (req.method !== 'POST' || !PATHS.has(path)) return fail(res, 404, 'not found');
   const controller = new AbortController();
   res.once('close', () => {
     if (!res.writableFinished) controller.abort();
   });
-  let body: { model?: unknown };
+  const call = await readCall(req, res);
+  if (!call) return;
   try {
-    body = JSON.parse((await readBody(req)).toString('utf8'));
-  } catch {
-    return fail(res, 400, 'body is not JSON');
-  }
-  if (typeof body.model === 'string') body.model = body.model.slice(body.model.indexOf('/') + 1);
-  try {
-    const response = await request(`${upstream}${path}`, {
+    const response = await request(`${upstream}${call.path}`, {
       method: 'POST',
       headers: { authorization: upstreamAuth, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
+      body: call.body,
       dispatcher: agent,
       signal: controller.signal,
     });
-    const type = String(response.headers['content-type'] ?? '');
-    const sse = type.startsWith('text/event-stream');
-    if (sse || type.startsWith('audio/')) {
-      res.writeHead(response.statusCode, { 'content-type': type, 'cache-control': sse ? 'no-cache' : 'no-store' });
-      res.flushHeaders();
-      for await (const chunk of response.body as AsyncIterable<Buffer>) {
-        if (!res.write(chunk)) await new Promise((resolve) => res.once('drain', resolve));
-      }
-      res.end();
-      return;
-    }
-    const text = JSON.stringify(JSON.parse(await response.body.text()));
-    res.writeHead(response.statusCode, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-    res.end(text);
+    await relay(res, response);
   } catch (error) {
     if (controller.signal.aborted) {
       res.destroy();
@@ -100,18 +47,4 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
   }
 }
 
-const server = createServer({ keepAliveTimeout: 65_000, headersTimeout: 60_000, requestTimeout: 0 }, (req, res) => {
-  void handle(req, res);
-});
-server.listen(Number(values.port), '127.0.0.1', () => {
-  const { port } = server.address() as AddressInfo;
-  process.stdout.write(`floor listening on http://127.0.0.1:${port}\n`);
-});
-
-const stop = (): void => {
-  server.close(() => process.exit(0));
-  server.closeIdleConnections();
-  setTimeout(() => process.exit(0), 3000).unref();
-};
-process.on('SIGINT', stop);
-process.on('SIGTERM', stop);
+serveFloor(args.port, handle);

@@ -1,4 +1,4 @@
-import { SpanStatusCode, TraceFlags, type Attributes, type AttributeValue, type Exception, type HrTime, type Link, type Span, type SpanContext, type SpanKind, type SpanStatus, type TimeInput } from '@opentelemetry/api';
+import { SpanStatusCode, type Attributes, type AttributeValue, type Exception, type HrTime, type Link, type Span, type SpanContext, type SpanKind, type SpanStatus, type TimeInput } from '@opentelemetry/api';
 import type { InstrumentationScope } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';
 import type { ReadableSpan, SpanProcessor, TimedEvent } from '@opentelemetry/sdk-trace-base';
@@ -192,10 +192,5 @@ export class GatewaySpan implements Span, ReadableSpan {
     this.endTime = hrTime(Math.max(endMs, this.startedMs));
     this.duration = hrDuration(endMs - this.startedMs);
     this.sink.processor.onEnd(this);
-  }
-
-  /** Whether the trace is sampled (exported), as the W3C flag says. */
-  get sampled(): boolean {
-    return (this.context.traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED;
   }
 }

@@ -40,7 +40,7 @@ async function protobufExporter(options: { url?: string }): Promise<SpanExporter
 }
 
 /** OTEL_TRACES_SAMPLER[_ARG], read as the SDK reads them (default parentbased_always_on; a bad value: the default). */
-export function samplerFromEnv(): Sampler {
+function samplerFromEnv(): Sampler {
   const ratio = (): number => {
     const arg = getNumberFromEnv('OTEL_TRACES_SAMPLER_ARG');
     return arg === undefined || arg < 0 || arg > 1 ? 1 : arg;
