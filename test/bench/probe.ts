@@ -1,7 +1,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { startSimulator, startFloor, startGatewayProc, CLK_TCK } from './procs.js';
-import { makeTarget, closedLoop, openLoop, specFor, median, WORKLOADS, type WorkloadId } from './load.js';
+import { makeTarget, closedLoop, openLoop, specFor, median, WORKLOADS, type ClosedResult, type WorkloadId } from './load.js';
 
 /**
  * A quicker, narrower probe than run.ts, for working on the gateway's CPU per call: the floor
@@ -17,7 +17,8 @@ import { makeTarget, closedLoop, openLoop, specFor, median, WORKLOADS, type Work
  * CSW=1 adds the main thread's voluntary context switches per request (csw=, not in the total).
  * REDIS=1 configures both daemons with Redis (redis://127.0.0.1:6379, a key prefix each).
  * PG=1 puts each daemon on a scratch PostgreSQL database of its own (PG_URL, default
- *   postgres://postgres@127.0.0.1:5432/postgres; dropped at the end).
+ *   postgres://postgres@127.0.0.1:5432/postgres; dropped at the end); PG=gateway, the gateway only
+ *   (with BASE=.: the gateway on PostgreSQL over the same daemon on SQLite).
  * DEPLOYMENTS=3 gives the gateway (not the base) three weighted deployments of openai/gpt-4o-mini
  *   (procs.ts): with BASE=. (this checkout) it measures what routing over several costs.
  * ALERTS=hang configures the gateway (not the base) with alerts to a webhook that accepts and
@@ -75,6 +76,13 @@ const rate = Number(process.env.RATE ?? 600);
 const workload = (process.env.WORKLOAD ?? 'chat') as WorkloadId;
 if (!(workload in WORKLOADS)) throw new Error(`WORKLOAD: one of ${Object.keys(WORKLOADS).join(', ')}`);
 const rounds = Number(process.env.ROUNDS ?? 5);
+// CONC=50: a closed loop of that many connections per round instead of the open loop at RATE
+// (the issue-32 target's shape); the line adds each target's req/s.
+const conc = Number(process.env.CONC ?? 0);
+/** A closed round in the open round's terms (no latencies: the closed loop keeps none). */
+function closedAsOpen(res: ClosedResult): { sent: number; latency: number[]; errors: number; rps: number } {
+  return { sent: res.completed, latency: [], errors: res.errors, rps: res.rps };
+}
 // ROUND_MS: each round's length per target (3000).
 const roundMs = Number(process.env.ROUND_MS ?? 3000);
 const sim = await startSimulator();
@@ -105,11 +113,12 @@ const extra: Record<string, unknown> = {
 const gw = await startGatewayProc({ name: 'gateway', simUrl: sim.url, simKey: sim.key, keys: 16, ...(await pgFor()), ...alerts, extra, ...(process.env.DEPLOYMENTS ? { deployments: Number(process.env.DEPLOYMENTS) } : {}), ...redisFor('gateway'), ...(process.env.PROF ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] } : process.env.GW_NODE_ARGS ? { nodeArgs: process.env.GW_NODE_ARGS.split(' ') } : {}) });
 // BASE_BATCH_WINDOW: the base daemon's billing batch window (A/B of a setting: BASE may be this checkout).
 if (process.env.BASE_BATCH_WINDOW) process.env.BENCH_BATCH_WINDOW = process.env.BASE_BATCH_WINDOW;
-const base = process.env.BASE ? await startGatewayProc({ name: 'base', simUrl: sim.url, simKey: sim.key, keys: 16, root: process.env.BASE, ...(await pgFor()), ...redisFor('base') }) : undefined;
+const base = process.env.BASE ? await startGatewayProc({ name: 'base', simUrl: sim.url, simKey: sim.key, keys: 16, root: process.env.BASE, ...(process.env.PG === 'gateway' ? {} : await pgFor()), ...redisFor('base') }) : undefined;
 const targets = [makeTarget('floor', 'floor', floorP.url, floorP.pid, ['x']), makeTarget('gateway', 'gateway', gw.url, gw.pid, gw.keys)];
 if (base) targets.push(makeTarget('base', 'gateway', base.url, base.pid, base.keys));
 for (const t of targets) if (!process.env.NOWARM) await closedLoop(t, specFor(t, workload), 8, 0, 3000); else await openLoop(t, specFor(t, workload), rate, 2000, [t.pid]);
 const per: Record<string, number[]> = { floor: [], gateway: [], base: [] };
+const rps: Record<string, number[]> = { floor: [], gateway: [], base: [] };
 const ratios: number[] = [];
 const baseRatios: number[] = [];
 for (let r = 0; r < rounds; r++) {
@@ -119,18 +128,20 @@ for (let r = 0; r < rounds; r++) {
   for (const t of order) {
     if (!t) continue;
     const a = threads(t.pid);
-    const res = await openLoop(t, specFor(t, workload), rate, roundMs, [t.pid]);
+    const res: { sent: number; latency: number[]; errors: number; rps?: number } = conc > 0 ? closedAsOpen(await closedLoop(t, specFor(t, workload), conc, 0, roundMs)) : await openLoop(t, specFor(t, workload), rate, roundMs, [t.pid]);
     const b = threads(t.pid);
     const parts = [...b].map(([k, v]) => [k, (v - (a.get(k) ?? 0)) / res.sent] as const).filter(([, v]) => v > 0).sort((x, y) => y[1] - x[1]);
     const total = parts.reduce((s, [k, v]) => (k === 'csw' ? s : s + v), 0);
     per[t.id]?.push(total);
-    line.push(`${t.id} ${total.toFixed(0)} (${parts.map(([k, v]) => `${k}=${v.toFixed(0)}`).join(' ')}) p50 ${res.latency[res.latency.length >> 1]?.toFixed(2)} p99 ${res.latency[Math.floor(res.latency.length * 0.99)]?.toFixed(2)}ms err ${res.errors}`);
+    if (res.rps !== undefined) rps[t.id]?.push(res.rps);
+    line.push(`${t.id} ${total.toFixed(0)} (${parts.map(([k, v]) => `${k}=${v.toFixed(0)}`).join(' ')})${res.rps !== undefined ? ` ${res.rps.toFixed(0)} req/s` : ` p50 ${res.latency[res.latency.length >> 1]?.toFixed(2)} p99 ${res.latency[Math.floor(res.latency.length * 0.99)]?.toFixed(2)}ms`} err ${res.errors}`);
   }
   ratios.push((per.gateway?.at(-1) ?? 0) / (per.floor?.at(-1) ?? 1));
   if (base) baseRatios.push((per.base?.at(-1) ?? 0) / (per.floor?.at(-1) ?? 1));
   console.log(`round ${r + 1}: ${line.join(' | ')} ratio ${ratios.at(-1)?.toFixed(2)}${base ? ` base ${baseRatios.at(-1)?.toFixed(2)}` : ''}`);
 }
 console.log(`median: floor ${median(per.floor ?? []).toFixed(0)} µs, gateway ${median(per.gateway ?? []).toFixed(0)} µs, ratio ${median(ratios).toFixed(2)}`);
+if (conc > 0) console.log(`req/s median: floor ${median(rps.floor ?? []).toFixed(0)}, gateway ${median(rps.gateway ?? []).toFixed(0)} (${((100 * median(rps.gateway ?? [])) / median(rps.floor ?? [1])).toFixed(0)}%)${base ? `, base ${median(rps.base ?? []).toFixed(0)}` : ''}`);
 if (base) console.log(`base (${process.env.BASE}): ${median(per.base ?? []).toFixed(0)} µs, ratio ${median(baseRatios).toFixed(2)}; gateway ÷ base per round, median ${median(per.gateway?.map((g, i) => g / (per.base?.[i] ?? g)) ?? []).toFixed(3)}`);
 if (collector) console.log(`the collector took ${(collector.bytes() / 1024).toFixed(0)} KiB of spans`);
 const procs = [sim, floorP, gw, ...(base ? [base] : [])];

@@ -1,6 +1,9 @@
 import { batchTotals, toEntry, type ChargeInput, type CreditInput, type LedgerEntry, type LedgerKind, type LedgerRow } from '../ledger.js';
 import { isUniqueViolation } from '../errors.js';
+import type postgres from 'postgres';
 import type { PgSql } from './db.js';
+import { toUsageRecord, type NewUsage, type UsageRecord, type UsageRow } from '../usage.js';
+import { USAGE_COLUMNS, usageColumns } from './usage.js';
 
 /**
  * The wallet on PostgreSQL (issue 16): the same contract as the SQLite `LedgerRepo`, async.
@@ -45,67 +48,58 @@ export class PgLedger {
   }
 
   /**
-   * A settlement batch in one transaction (the group commit of the calls that ended
-   * together): every account's balance and every key's spend in one UPDATE each, one entry
-   * per charge with its running balance. A request id already charged makes the whole batch
-   * fail (unique index), as in SQLite; the caller then applies the calls one by one.
+   * A settlement batch in one statement (the group commit of the calls that ended together):
+   * every account's balance and every key's spend in one UPDATE each, one entry per charge
+   * with its running balance, and the calls' usage rows; one round trip, committed as one
+   * transaction (issue 32: BEGIN, the statements and COMMIT were three round trips, with the
+   * wallet's row locked across two of them, and settlement batches queued behind that lock).
+   * A request id already charged makes the whole batch fail (unique index), as in SQLite; the
+   * caller then applies the calls one by one. So does an account that does not exist.
    *
-   * The statements are sent together, without waiting for one answer before the next (the
-   * driver pipelines a transaction's queries; PostgreSQL still runs them in order, each seeing
-   * the ones before): one round trip for the batch and one for its COMMIT, where a statement
-   * per account and per key took one each (issue 32). The rows are locked in id order first
-   * (byte order, as JavaScript sorts ASCII) and accounts before keys, so two daemons' batches
-   * never deadlock: an UPDATE … FROM unnest() alone locks in its join's order. `more` adds the
-   * batch's other statements (the usage rows), sent with them.
+   * Locks are taken in one order, so two batches (of one daemon or of several) never
+   * deadlock: the accounts first, in id order (byte order, as JavaScript sorts ASCII), then
+   * the keys, in id order, then the rows' inserts (the usage row's foreign key locks its
+   * account, already held). A WITH query's parts run in no set order; each part here waits
+   * for the one before it through a scalar subquery over it in its WHERE (PostgreSQL
+   * evaluates one before the first row it filters; MATERIALIZED keeps a SELECT part from being
+   * folded into the part that reads it, and `count(fail)` makes the missing-account check
+   * compute the cast that fails).
    */
-  async chargeMany<T>(inputs: readonly ChargeInput[], more?: (tx: Tx) => Promise<T>): Promise<T | undefined> {
+  async chargeMany(inputs: readonly ChargeInput[], usage: readonly NewUsage[] = []): Promise<UsageRecord[]> {
     const { perAccount, perKey } = batchTotals(inputs);
+    if (inputs.length === 0 && usage.length === 0) return [];
     const byId = ([a]: [string, unknown], [b]: [string, unknown]): number => (a < b ? -1 : a > b ? 1 : 0);
     const accounts = [...perAccount].sort(byId);
     const keys = [...perKey].sort(byId);
     const accountIds = accounts.map(([id]) => id);
-    return this.sql.begin(async (raw) => {
-      const tx = raw as unknown as Tx;
-      const sent: Array<Promise<unknown>> = [];
-      const locked = accounts.length === 0 ? Promise.resolve([]) : tx<Array<{ id: string }>>`SELECT id FROM accounts WHERE id = ANY(${accountIds}::text[]) ORDER BY id COLLATE "C" FOR UPDATE`;
-      sent.push(locked);
-      if (accounts.length > 0) {
-        sent.push(tx`
-          UPDATE accounts AS a SET balance_micros = a.balance_micros - t.total, spent_micros = a.spent_micros + t.total, updated_at = t.now
-            FROM unnest(${accountIds}::text[], ${accounts.map(([, a]) => a.total)}::bigint[], ${accounts.map(([, a]) => a.now)}::bigint[]) AS t(id, total, now)
-            WHERE a.id = t.id`);
-      }
-      if (inputs.length > 0) {
-        // Each entry's balance after it: the account's balance after the whole batch plus the
-        // charges that follow it in the batch.
-        sent.push(tx`
-          INSERT INTO ledger (account_id, kind, amount_micros, balance_after_micros, request_id, api_key_id, created_at)
-            SELECT t.account_id, 'charge', -t.amount, a.balance_micros + coalesce(sum(t.amount) OVER (PARTITION BY t.account_id ORDER BY t.ord DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0), t.request_id, t.api_key_id, t.created_at
-            FROM unnest(${inputs.map((i) => i.accountId)}::text[], ${inputs.map((i) => i.amountMicros)}::bigint[], ${inputs.map((i) => i.requestId)}::text[], ${inputs.map((i) => i.apiKeyId ?? null)}::text[], ${inputs.map((i) => i.now)}::bigint[]) WITH ORDINALITY AS t(account_id, amount, request_id, api_key_id, created_at, ord)
-            JOIN accounts AS a ON a.id = t.account_id
-            ORDER BY t.ord`);
-      }
-      if (keys.length > 0) {
-        const keyIds = keys.map(([id]) => id);
-        sent.push(tx`SELECT id FROM api_keys WHERE id = ANY(${keyIds}::text[]) ORDER BY id COLLATE "C" FOR UPDATE`);
-        sent.push(tx`UPDATE api_keys AS k SET spent_micros = k.spent_micros + t.total FROM unnest(${keyIds}::text[], ${keys.map(([, total]) => total)}::bigint[]) AS t(id, total) WHERE k.id = t.id`);
-      }
-      // Started in this order (a query is sent when first awaited): the locks before any other
-      // statement takes a lock on the same rows (the usage rows' foreign key takes one).
-      const charged = Promise.all(sent);
-      const extra = more?.(tx);
-      // Whichever fails first rolls the batch back; the other then fails with the same abort.
-      extra?.catch(() => undefined);
-      await charged;
-      const result = await extra;
-      const found = await locked;
-      // Checked before the COMMIT: a missing account rolls the batch back.
-      if (found.length !== accounts.length) {
-        const present = new Set(found.map((row) => row.id));
-        throw new Error(`account ${accountIds.find((id) => !present.has(id)) ?? '?'} does not exist`);
-      }
-      return result;
-    }) as Promise<T | undefined>;
+    const keyIds = keys.map(([id]) => id);
+    const rows = await this.sql<UsageRow[]>`
+      WITH la AS MATERIALIZED (SELECT id FROM accounts WHERE id = ANY(${accountIds}::text[]) ORDER BY id COLLATE "C" FOR UPDATE),
+      missing AS MATERIALIZED (SELECT ('account ' || q.id || ' does not exist')::integer AS fail FROM unnest(${accountIds}::text[]) AS q(id) WHERE q.id NOT IN (SELECT id FROM la)),
+      ua AS (
+        UPDATE accounts AS a SET balance_micros = a.balance_micros - t.total, spent_micros = a.spent_micros + t.total, updated_at = t.now
+          FROM unnest(${accountIds}::text[], ${accounts.map(([, a]) => a.total)}::bigint[], ${accounts.map(([, a]) => a.now)}::bigint[]) AS t(id, total, now)
+          WHERE a.id = t.id AND (SELECT count(fail) FROM missing) = 0
+          RETURNING a.id, a.balance_micros),
+      lk AS MATERIALIZED (SELECT id FROM api_keys WHERE id = ANY(${keyIds}::text[]) AND (SELECT count(*) FROM ua) >= 0 ORDER BY id COLLATE "C" FOR UPDATE),
+      uk AS (
+        UPDATE api_keys AS k SET spent_micros = k.spent_micros + t.total
+          FROM unnest(${keyIds}::text[], ${keys.map(([, total]) => total)}::bigint[]) AS t(id, total)
+          WHERE k.id = t.id AND (SELECT count(*) FROM lk) >= 0
+          RETURNING 1),
+      l AS (
+        INSERT INTO ledger (account_id, kind, amount_micros, balance_after_micros, request_id, api_key_id, created_at)
+          SELECT t.account_id, 'charge', -t.amount, ua.balance_micros + coalesce(sum(t.amount) OVER (PARTITION BY t.account_id ORDER BY t.ord DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0), t.request_id, t.api_key_id, t.created_at
+          FROM unnest(${inputs.map((i) => i.accountId)}::text[], ${inputs.map((i) => i.amountMicros)}::bigint[], ${inputs.map((i) => i.requestId)}::text[], ${inputs.map((i) => i.apiKeyId ?? null)}::text[], ${inputs.map((i) => i.now)}::bigint[]) WITH ORDINALITY AS t(account_id, amount, request_id, api_key_id, created_at, ord)
+          JOIN ua ON ua.id = t.account_id
+          WHERE (SELECT count(*) FROM uk) >= 0
+          ORDER BY t.ord
+          RETURNING 1)
+      INSERT INTO usage (${this.sql.unsafe(USAGE_COLUMNS.join(', '))})
+        SELECT ${this.sql.unsafe(USAGE_COLUMNS.join(', '))} FROM jsonb_populate_recordset(NULL::usage, ${this.sql.json(usage.map(usageColumns) as unknown as postgres.JSONValue)}::jsonb)
+        WHERE (SELECT count(*) FROM l) >= 0
+        RETURNING *`;
+    return rows.map(toUsageRecord);
   }
 
   /** One charge, once per request id (a second returns the first entry). */

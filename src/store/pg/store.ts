@@ -3,10 +3,10 @@ import type { Account } from '../accounts.js';
 import type { KeyRecord, NewKey } from '../keys.js';
 import type { ChargeInput } from '../ledger.js';
 import type { Funds, NewAccount, PeriodStarts, ReadBarrierLike, Store } from '../types.js';
-import { FUNDS_COLUMNS, toFunds, type FundsRow } from '../funds.js';
 import type { NewUsage, UsageRecord } from '../usage.js';
 import { PgAccounts, PgKeys, PgSessions } from './accounts.js';
-import { connectPostgres, migratePostgres, readRetrying, type PgOptions, type PgSql } from './db.js';
+import { connectPostgres, migratePostgres, type PgOptions, type PgSql } from './db.js';
+import { PgFundsReader } from './funds-reader.js';
 import type { Logger } from 'pino';
 import type { CacheStoreLimits } from '../cache-entries.js';
 import { PgCacheEntries } from './cache-entries.js';
@@ -47,6 +47,7 @@ export class PgStore implements Store {
   readonly images: PgImages;
   readonly description: string;
   private closed = false;
+  private readonly fundsReader: PgFundsReader;
 
   constructor(
     readonly sql: PgSql,
@@ -61,6 +62,7 @@ export class PgStore implements Store {
     this.sessions = new PgSessions(sql);
     this.alerts = new PgAlerts(sql);
     this.images = new PgImages(sql);
+    this.fundsReader = new PgFundsReader(sql);
   }
 
   /** Connects and brings the schema up to date (once, when several daemons start together). */
@@ -75,10 +77,9 @@ export class PgStore implements Store {
     return new PgStore(sql, url);
   }
 
-  async funds(accountId: string, apiKeyId: string): Promise<Funds | undefined> {
-    const [row] = await readRetrying(() => this.sql<FundsRow[]>`
-      SELECT ${this.sql.unsafe(FUNDS_COLUMNS)} FROM accounts a LEFT JOIN api_keys k ON k.id = ${apiKeyId} AND k.account_id = a.id WHERE a.id = ${accountId}`);
-    return row && toFunds(row);
+  /** Several calls' reads in one statement under load (funds-reader.ts). */
+  funds(accountId: string, apiKeyId: string): Promise<Funds | undefined> {
+    return this.fundsReader.read(accountId, apiKeyId);
   }
 
   async beginPeriods(starts: PeriodStarts): Promise<void> {
@@ -92,8 +93,8 @@ export class PgStore implements Store {
   }
 
   async settle(charges: readonly ChargeInput[], rows: readonly NewUsage[]): Promise<UsageRecord[]> {
-    // The usage rows' INSERT goes out with the charges' statements (one round trip).
-    return (await this.ledger.chargeMany(charges, (tx) => this.usage.insertMany(rows, tx))) ?? [];
+    // The usage rows go in the charges' statement (one round trip).
+    return this.ledger.chargeMany(charges, rows);
   }
 
   async createFirstAdmin(account: NewAccount, key: NewKey): Promise<{ account: Account; key: KeyRecord } | undefined> {

@@ -3,12 +3,12 @@ import type { PgSql } from './db.js';
 
 /**
  * Usage rows on PostgreSQL (issue 16): the SQLite `UsageRepo` contract, async. Rows go in
- * with their settlement batch (`insertMany` inside `PgLedger.chargeMany`'s transaction), so a
+ * with their settlement batch (in `PgLedger.chargeMany`'s statement), so a
  * charge never exists without its row.
  */
 
 /** The columns of a new row, defaults filled as the SQLite repo fills them. */
-function columnsOf(usage: NewUsage) {
+export function usageColumns(usage: NewUsage) {
   return {
     request_id: usage.requestId,
     account_id: usage.accountId,
@@ -38,6 +38,9 @@ function columnsOf(usage: NewUsage) {
   };
 }
 
+/** The columns a new row sets (the rest are the table's defaults: its id). */
+export const USAGE_COLUMNS: readonly string[] = Object.keys(usageColumns({} as NewUsage));
+
 export class PgUsage {
   constructor(private readonly sql: PgSql) {}
 
@@ -50,7 +53,7 @@ export class PgUsage {
   async insertMany(rows: readonly NewUsage[], tx: PgSql = this.sql): Promise<UsageRecord[]> {
     const out: UsageRecord[] = [];
     for (let i = 0; i < rows.length; i += 1000) {
-      const inserted = await tx<UsageRow[]>`INSERT INTO usage ${tx(rows.slice(i, i + 1000).map(columnsOf))} RETURNING *`;
+      const inserted = await tx<UsageRow[]>`INSERT INTO usage ${tx(rows.slice(i, i + 1000).map(usageColumns))} RETURNING *`;
       for (const row of inserted) out.push(toUsageRecord(row));
     }
     return out;

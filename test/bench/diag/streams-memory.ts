@@ -1,4 +1,4 @@
-import { makeTarget } from '../load.js';
+import { closedLoop, makeTarget, specFor } from '../load.js';
 import { memory, startFloor, startGatewayProc, startSimulator } from '../procs.js';
 import { slowStreams } from '../streams.js';
 
@@ -7,7 +7,8 @@ import { slowStreams } from '../streams.js';
  * without the rest of the benchmark: the simulator, the minimal floor and the gateway (dist/,
  * embedded default), each target's RSS idle and then with STREAMS (1000) slow streams open
  * (test/bench/streams.ts, the benchmark's own phase). GW_NODE_ARGS adds Node flags to the
- * gateway (e.g. `--max-semi-space-size=4`).
+ * gateway (e.g. `--max-semi-space-size=4`). LOAD_MS=10000 runs that long of chat JSON and then of
+ * streams at 50 connections through each target first, as the benchmark's earlier phases do.
  *
  *   npm run build && node --import tsx test/bench/diag/streams-memory.ts
  */
@@ -19,6 +20,12 @@ const gw = await startGatewayProc({ name: 'gateway', simUrl: sim.url, simKey: si
 const targets = [makeTarget('floor', 'floor', floor.url, floor.pid, ['x']), makeTarget('gateway', 'gateway', gw.url, gw.pid, gw.keys)];
 await new Promise((resolve) => setTimeout(resolve, 1000));
 for (const t of targets) {
+  // LOAD_MS: that long of chat JSON at 50 connections first (the benchmark's earlier phases, in short).
+  if (process.env.LOAD_MS) {
+    const before = memory(t.pid).rssMb;
+    for (const workload of ['chat', 'stream'] as const) await closedLoop(t, specFor(t, workload), 50, 0, Number(process.env.LOAD_MS));
+    console.log(`${t.id}: ${before.toFixed(0)} MB before the load, ${memory(t.pid).rssMb.toFixed(0)} MB after`);
+  }
   const idle = memory(t.pid).rssMb;
   const result = await slowStreams(t, sim.pid, { streams, chunkDelayMs: 1000, waitMs: 10_000, settleMs: 2000 });
   console.log(`${t.id}: idle ${idle.toFixed(0)} MB, ${result.receiving}/${streams} streams receiving: RSS ${result.rssMb.toFixed(0)} MB (${(((result.rssMb - idle) * 1024) / streams).toFixed(0)} KB per stream), failed ${result.failed}${result.errors.length ? ` ${result.errors.join('; ')}` : ''}`);
