@@ -34,9 +34,9 @@ export function proxyTrust(trustedProxies: readonly string[]): ProxyTrust {
  * @param trust undefined without `server.trust_proxy`: the header is ignored
  */
 export function resolveClientAddress(peer: string | undefined, forwarded: string | readonly string[] | undefined, trust: ProxyTrust | undefined): string {
+  if (!trust || forwarded === undefined) return peerAddress(peer);
   const peerIp = peer === undefined ? undefined : parseIp(peer);
   const peerText = peerIp ? formatIp(unmap(peerIp)) : (peer ?? 'unknown');
-  if (!trust || forwarded === undefined) return peerText;
   const listed = trust.cidrs.length > 0;
   // With a list, the peer itself must be on it: a client that reaches the gateway directly
   // (around the proxy) does not get its own X-Forwarded-For believed.
@@ -55,6 +55,24 @@ export function resolveClientAddress(peer: string | undefined, forwarded: string
   }
   // Every hop is a trusted proxy: the leftmost one is the nearest thing to a client.
   return chosen;
+}
+
+/** Peers' addresses as the gateway writes them, remembered: a request's peer is usually a recent one's. */
+const peers = new Map<string, string>();
+/** Peers remembered at most; past it the memo starts over. */
+const PEERS_MAX = 4096;
+
+/** The socket's peer as the gateway writes it (parsing and formatting cost a few µs per request). */
+function peerAddress(peer: string | undefined): string {
+  if (peer === undefined) return 'unknown';
+  let text = peers.get(peer);
+  if (text === undefined) {
+    const ip = parseIp(peer);
+    text = ip ? formatIp(unmap(ip)) : peer;
+    if (peers.size >= PEERS_MAX) peers.clear();
+    peers.set(peer, text);
+  }
+  return text;
 }
 
 function isTrusted(ip: Ip, trust: ProxyTrust): boolean {
