@@ -3,6 +3,7 @@ import { openDatabase } from '../../src/store/db.js';
 import { UsageRepo, type NewUsage, type UsageFilter, type UsageRecord } from '../../src/store/usage.js';
 import { connectPostgres, migratePostgres, type PgSql } from '../../src/store/pg/db.js';
 import { PgUsage } from '../../src/store/pg/usage.js';
+import { PgLedger } from '../../src/store/pg/ledger.js';
 import { postgresSkipReason, scratchForFile, type ScratchDatabase } from '../support/postgres.js';
 
 /** Usage rows on PostgreSQL answer every query exactly as the SQLite repo does on the same rows. */
@@ -77,6 +78,19 @@ t.test('the same answers as SQLite: rows, filters, paging, totals, days, tops', 
   t.ok(await pg.has('req_3'));
   t.notOk(await pg.has('req_nope'));
   await t.rejects(pg.insertMany([input[0] as NewUsage]), { code: '23505' }, 'one row per request id');
+  // The settlement's statement (charges and usage rows in one, PgLedger.chargeMany) writes the
+  // rows as the repo does: every column, the table's defaults filled alike.
+  const settled = input.map((row) => ({ ...row, requestId: `settled_${row.requestId}` }));
+  const settledRows = await new PgLedger(sql).chargeMany(
+    settled.map((row) => ({ accountId: row.accountId, amountMicros: row.costMicros, requestId: row.requestId, apiKeyId: row.apiKeyId, now: row.createdAt })),
+    settled,
+  );
+  t.same(
+    withoutId(settledRows),
+    withoutId(liteRows).map((row) => ({ ...row, requestId: `settled_${row.requestId}` })),
+    "the settlement's rows read back the same",
+  );
+  await sql`DELETE FROM usage WHERE request_id LIKE 'settled_%'`;
 
   const filters: UsageFilter[] = [
     { limit: 100 },

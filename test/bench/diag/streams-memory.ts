@@ -17,6 +17,16 @@ const streams = Number(process.env.STREAMS ?? 1000);
 const sim = await startSimulator();
 const floor = await startFloor(sim.url, sim.key);
 const gw = await startGatewayProc({ name: 'gateway', simUrl: sim.url, simKey: sim.key, keys: 16, ...(process.env.GW_NODE_ARGS ? { nodeArgs: process.env.GW_NODE_ARGS.split(' ') } : {}) });
+/** The gateway's V8 heap and external memory from its /metrics (loopback), MB: where its RSS is. */
+async function heap(url: string): Promise<string> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const mb = (name: string): string => {
+    const line = text.split('\n').find((l) => l.startsWith(name));
+    return line ? (Number(line.split(' ').at(-1)) / 2 ** 20).toFixed(0) : '?';
+  };
+  const spaces = text.split('\n').filter((l) => l.startsWith('nodejs_heap_space_size_total_bytes{')).map((l) => `${/space="(\w+)"/.exec(l)?.[1]}=${(Number(l.split(' ').at(-1)) / 2 ** 20).toFixed(0)}`);
+  return `heap total ${mb('nodejs_heap_size_total_bytes')} MB, used ${mb('nodejs_heap_size_used_bytes')}, external ${mb('nodejs_external_memory_bytes')} (${spaces.join(' ')})`;
+}
 const targets = [makeTarget('floor', 'floor', floor.url, floor.pid, ['x']), makeTarget('gateway', 'gateway', gw.url, gw.pid, gw.keys)];
 await new Promise((resolve) => setTimeout(resolve, 1000));
 for (const t of targets) {
@@ -24,10 +34,11 @@ for (const t of targets) {
   if (process.env.LOAD_MS) {
     const before = memory(t.pid).rssMb;
     for (const workload of ['chat', 'stream'] as const) await closedLoop(t, specFor(t, workload), 50, 0, Number(process.env.LOAD_MS));
-    console.log(`${t.id}: ${before.toFixed(0)} MB before the load, ${memory(t.pid).rssMb.toFixed(0)} MB after`);
+    console.log(`${t.id}: ${before.toFixed(0)} MB before the load, ${memory(t.pid).rssMb.toFixed(0)} MB after${t.id === 'gateway' ? `; ${await heap(gw.url)}` : ''}`);
   }
   const idle = memory(t.pid).rssMb;
   const result = await slowStreams(t, sim.pid, { streams, chunkDelayMs: 1000, waitMs: 10_000, settleMs: 2000 });
+  if (t.id === 'gateway') console.log(`gateway after the streams: ${await heap(gw.url)}`);
   console.log(`${t.id}: idle ${idle.toFixed(0)} MB, ${result.receiving}/${streams} streams receiving: RSS ${result.rssMb.toFixed(0)} MB (${(((result.rssMb - idle) * 1024) / streams).toFixed(0)} KB per stream), failed ${result.failed}${result.errors.length ? ` ${result.errors.join('; ')}` : ''}`);
   await new Promise((resolve) => setTimeout(resolve, 1000));
 }
