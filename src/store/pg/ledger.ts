@@ -87,6 +87,8 @@ export class PgLedger {
           FROM unnest(${keyIds}::text[], ${keys.map(([, total]) => total)}::bigint[]) AS t(id, total)
           WHERE k.id = t.id AND (SELECT count(*) FROM lk) >= 0
           RETURNING 1),
+      -- Each entry's balance after it: the account's balance after the whole batch (ua) plus the
+      -- charges that follow it in the batch.
       l AS (
         INSERT INTO ledger (account_id, kind, amount_micros, balance_after_micros, request_id, api_key_id, created_at)
           SELECT t.account_id, 'charge', -t.amount, ua.balance_micros + coalesce(sum(t.amount) OVER (PARTITION BY t.account_id ORDER BY t.ord DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0), t.request_id, t.api_key_id, t.created_at
