@@ -141,7 +141,7 @@ export function createApp(config: GatewayConfig, store: Store, redis: Redis | un
     limiter,
     holds,
     redisHolds && ((keyId, limit, requestId, hold) => redisHolds.acquireIfAdmitted(keyId, limit, requestId, hold)),
-    { timeZone: config.governance.timeZone, tokens, onRefused: (reason, accountId, keyId) => alerts.refused(reason, accountId, keyId), ...(metrics ? { fundsTimer: metrics.store('funds') } : {}) },
+    { timeZone: config.governance.timeZone, tokens, onRefused: (reason, accountId, keyId) => alerts.refused(reason, accountId, keyId), committing: () => settlement.committing(), ...(metrics ? { fundsTimer: metrics.store('funds') } : {}) },
   );
   const hostedImages = new HostedImages(config.database.path, logger, undefined, store.images);
   routes.onRest = (id, rest) => {

@@ -89,6 +89,37 @@ for (const [name, admit] of [
     });
   }
 
+  // The same on PostgreSQL, when this process has not yet had the other call's commit answered:
+  // the read shows the charge, the hold is released only once the commit's answer is in. A
+  // refusal waits for the commits in flight (AdmitterOptions.committing), then tries again.
+  t.test(`${name}: a commit still in flight when the read shows its charge is waited for, then counted once`, async (t) => {
+    const holds = new MemoryHoldStore();
+    const ours = name.includes('media') ? 500 : worstCaseMicros(model.pricing, 10, 10, false);
+    const other = { id: 'req_other', accountId: 'acc_1', keyId: 'key_2', amountMicros: 2 * ours };
+    await holds.acquire(other);
+    let balance = 4 * ours;
+    let reads = 0;
+    let inFlight: Promise<void> | undefined;
+    const store = {
+      funds: async (): Promise<Funds> => {
+        reads += 1;
+        if (reads === 1) {
+          balance -= other.amountMicros; // committed in the database; its answer not yet here
+          inFlight = new Promise<void>((resolve) => setTimeout(resolve, 20)).then(() => holds.release(other));
+        }
+        return { balanceMicros: balance, account: { spentMicros: 0, spendLimitMicros: null, spendPeriod: null, periodStart: 0, periodBaseMicros: 0, createdAt: 0 }, key: undefined };
+      },
+      barrier: { pass: () => false },
+    } as unknown as Store;
+    const admitter = new Admitter(store, new MemoryRateLimiter(), holds, undefined, { committing: () => inFlight });
+    const result = await admit(admitter, `req4_${name}`).then(
+      (admission) => admission,
+      (e: unknown) => e,
+    );
+    t.equal(reads, 2, 'read again once the commit in flight released its hold');
+    t.match(result, { hold: { amountMicros: ours } }, 'admitted');
+  });
+
   t.test(`${name}: a refusal with no release since the hold is not tried again`, async (t) => {
     const holds = new MemoryHoldStore();
     let reads = 0;

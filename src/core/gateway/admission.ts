@@ -83,6 +83,12 @@ export interface AdmitterOptions {
   onRefused?: (reason: 'budget_exceeded' | 'account_spend_limit', accountId: string, apiKeyId: string) => void;
   /** Times each funds read (the metrics' gateway_store_duration_seconds{op="funds"}). */
   fundsTimer?: { observe(seconds: number): void };
+  /**
+   * This process's settlement commits in flight (PostgreSQL; Settlement.committing), done once
+   * they have released their holds. A refusal waits for them before deciding whether to try
+   * again: the wallet read may already show a charge whose hold was still counted.
+   */
+  committing?: () => Promise<void> | undefined;
 }
 
 /** When the catalog states no output limit, and the client none either. */
@@ -94,7 +100,9 @@ const DEFAULT_MAX_TOKENS = 4096;
  * and the balance read after it, so a concurrent settlement is always seen (holds.ts). A call
  * that settled in between may then be counted twice (its hold and its charge): a refusal is
  * tried once more when this process has applied pending calls (the read barrier) or released
- * holds since the first hold was taken (HoldStore.releases).
+ * holds since the first hold was taken (HoldStore.releases), counting the releases of the
+ * commits in flight when it refuses (on PostgreSQL a read can see a commit before this process
+ * has its answer and releases that call's hold).
  */
 /** The rate decision of a call that takes no slot of its own. */
 const UNMETERED: RateDecision = { allowed: true, limit: 0, remaining: 0, retryAfterMs: 0, resetMs: 0 };
@@ -184,6 +192,13 @@ export class Admitter {
     }
   }
 
+  /** Whether holds were released since `releases` was read, the commits in flight waited for first. */
+  private async movedSince(releases: number): Promise<boolean> {
+    const committing = this.options.committing?.();
+    if (committing) await committing;
+    return this.holds.releases !== releases;
+  }
+
   async admit(input: AdmissionInput): Promise<Admission> {
     return this.told(input, refuseWhenLimitsFail(() => this.admitOnce(input)));
   }
@@ -246,7 +261,7 @@ export class Admitter {
         if (!input.unmetered) await this.countTokens(hold, input.tpmLimit, 0);
         return { hold, maxTokens: 0, rate, promptTokens: 0 };
       }
-      const moved = this.holds.releases !== releases;
+      const moved = await this.movedSince(releases);
       await this.holds.release(hold);
       if (attempt === 0 && (this.store.barrier.pass() || moved)) {
         totals = await this.holds.acquire(hold);
@@ -302,7 +317,7 @@ export class Admitter {
       const limits = await this.limitsHolding(hold, input.accountId, input.apiKeyId);
       const refusal = emptyOrExhausted(limits);
       if (refusal) {
-        const moved = this.holds.releases !== releases;
+        const moved = await this.movedSince(releases);
         await this.holds.release(hold);
         if (!drained && (drained = this.store.barrier.pass() || moved)) {
           attempt -= 1;
@@ -319,7 +334,7 @@ export class Admitter {
         }
         return clampedFrom === undefined ? { hold, maxTokens, rate, promptTokens } : { hold, maxTokens, rate, promptTokens, clampedFrom };
       }
-      const moved = this.holds.releases !== releases;
+      const moved = await this.movedSince(releases);
       await this.holds.release(hold);
       if (!drained && (drained = this.store.barrier.pass() || moved)) {
         attempt -= 1;

@@ -100,6 +100,14 @@ export class LedgerWriter {
   }
 
   /** Settled calls waiting for their batch (for readiness and tests). */
+  /**
+   * The commits in flight (PostgreSQL), done once each has released its calls' holds;
+   * undefined when none is. Admission waits for them before a refusal (admission.ts).
+   */
+  committing(): Promise<void> | undefined {
+    return this.commits.size === 0 ? undefined : Promise.allSettled([...this.commits]).then(() => undefined);
+  }
+
   get backlog(): number {
     return this.pending.length;
   }

@@ -199,6 +199,11 @@ export class Settlement {
     return { costMicros: cost, row };
   }
 
+  /** PostgreSQL's settlement commits in flight, done once their holds are released (undefined: none). */
+  committing(): Promise<void> | undefined {
+    return this.writer.committing();
+  }
+
   /** Applies every settled call to the ledger now (reads that show money call this first). */
   drain(): boolean {
     return this.writer.drain();
