@@ -99,7 +99,6 @@ export class LedgerWriter {
     if (this.local) store.barrier.set(() => this.drain());
   }
 
-  /** Settled calls waiting for their batch (for readiness and tests). */
   /**
    * The commits in flight (PostgreSQL), done once each has released its calls' holds;
    * undefined when none is. Admission waits for them before a refusal (admission.ts).
@@ -108,6 +107,7 @@ export class LedgerWriter {
     return this.commits.size === 0 ? undefined : Promise.allSettled([...this.commits]).then(() => undefined);
   }
 
+  /** Settled calls waiting for their batch (for readiness and tests). */
   get backlog(): number {
     return this.pending.length;
   }

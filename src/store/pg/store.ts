@@ -108,8 +108,9 @@ export class PgStore implements Store {
   }
 
   /**
-   * No funds cache: reading a wallet is one indexed round trip, and there is no cheap way to
-   * know no other writer (a CLI top-up on another host) changed it since.
+   * No funds cache: reading a wallet is one indexed round trip (shared by the reads of one turn,
+   * funds-reader.ts), and there is no cheap way to know no other writer (a CLI top-up on
+   * another host) changed it since: checking would be a round trip too.
    */
   cacheFunds(): void {}
 
