@@ -46,10 +46,8 @@ export class PgFundsReader {
 
   private flush(): void {
     while (this.queue.length > 0 && this.inFlight < MAX_IN_FLIGHT) {
-      const batch = this.queue.length <= MAX_BATCH ? this.queue : this.queue.slice(0, MAX_BATCH);
-      this.queue = this.queue.length <= MAX_BATCH ? [] : this.queue.slice(MAX_BATCH);
       this.inFlight += 1;
-      this.send(batch).finally(() => {
+      this.send(this.queue.splice(0, MAX_BATCH)).finally(() => {
         this.inFlight -= 1;
         this.flush();
       });
@@ -61,13 +59,16 @@ export class PgFundsReader {
     const index = new Map<string, number>();
     const accounts: string[] = [];
     const keys: string[] = [];
-    for (const read of batch) {
+    const slots = batch.map((read) => {
       const pair = `${read.accountId}\n${read.apiKeyId}`;
-      if (index.has(pair)) continue;
-      index.set(pair, accounts.length + 1);
-      accounts.push(read.accountId);
-      keys.push(read.apiKeyId);
-    }
+      let slot = index.get(pair);
+      if (slot === undefined) {
+        slot = accounts.push(read.accountId);
+        keys.push(read.apiKeyId);
+        index.set(pair, slot);
+      }
+      return slot;
+    });
     try {
       const rows = await readRetrying(() => this.sql<Array<FundsRow & { i: number }>>`
         SELECT q.i, ${this.sql.unsafe(FUNDS_COLUMNS)}
@@ -76,7 +77,7 @@ export class PgFundsReader {
           LEFT JOIN api_keys k ON k.id = q.key_id AND k.account_id = a.id`);
       const found = new Map<number, Funds>();
       for (const row of rows) found.set(row.i, toFunds(row));
-      for (const read of batch) read.resolve(found.get(index.get(`${read.accountId}\n${read.apiKeyId}`) ?? 0));
+      batch.forEach((read, n) => read.resolve(found.get(slots[n] as number)));
     } catch (error) {
       for (const read of batch) read.reject(error);
     }

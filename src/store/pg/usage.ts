@@ -49,11 +49,11 @@ export class PgUsage {
     return rows.length > 0;
   }
 
-  /** Rows in one statement (per 1,000), on `sql` or a transaction's; returns them with their ids. */
-  async insertMany(rows: readonly NewUsage[], tx: PgSql = this.sql): Promise<UsageRecord[]> {
+  /** Rows in one statement (per 1,000); returns them with their ids. */
+  async insertMany(rows: readonly NewUsage[]): Promise<UsageRecord[]> {
     const out: UsageRecord[] = [];
     for (let i = 0; i < rows.length; i += 1000) {
-      const inserted = await tx<UsageRow[]>`INSERT INTO usage ${tx(rows.slice(i, i + 1000).map(usageColumns))} RETURNING *`;
+      const inserted = await this.sql<UsageRow[]>`INSERT INTO usage ${this.sql(rows.slice(i, i + 1000).map(usageColumns))} RETURNING *`;
       for (const row of inserted) out.push(toUsageRecord(row));
     }
     return out;
