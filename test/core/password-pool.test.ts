@@ -50,6 +50,27 @@ t.test('hash and compare agree with plain bcryptjs, both ways', async (t) => {
   t.same(pool.stats(), { workers: 2, running: 0, queued: 0 }, 'jobs at once: as many workers as the pool allows');
 });
 
+t.test('an idle worker stops after idleMs, a job in time keeps it, and the next job starts another', async (t) => {
+  const pool = new PasswordPool({ workers: 2, idleMs: 1000 });
+  t.teardown(() => pool.close());
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  await Promise.all([pool.hash('a', 4), pool.hash('b', 4)]);
+  t.equal(pool.stats().workers, 2, 'two jobs at once: two workers');
+  await sleep(500);
+  const hash = await pool.hash('c', 4);
+  await sleep(700);
+  t.equal(pool.stats().workers, 1, 'the worker left idle stopped; the one that took a job meanwhile did not');
+  await sleep(1000);
+  t.same(pool.stats(), { workers: 0, running: 0, queued: 0 }, 'then the other stops too');
+  t.equal(await pool.compare('c', hash), true, 'the next job starts a worker and is answered');
+  t.equal(pool.stats().workers, 1);
+  const kept = new PasswordPool({ workers: 1, idleMs: 0 });
+  t.teardown(() => kept.close());
+  await kept.hash('a', 4);
+  await sleep(400);
+  t.equal(kept.stats().workers, 1, 'idleMs 0: workers stay until close()');
+});
+
 t.test('hashPassword and verifyPassword (a given pool, and the shared one)', async (t) => {
   const pool = new PasswordPool({ workers: 1 });
   t.teardown(() => pool.close());

@@ -15,6 +15,11 @@ export const DEFAULT_PASSWORD_QUEUE = 64;
  * the rest (all of it while the daemon is otherwise idle).
  */
 export const PASSWORD_WORKER_NICE = 10;
+/**
+ * A worker idle this long stops (the next job starts another, about 50 ms beside a 100 ms hash). Each worker holds a
+ * V8 isolate of about 16 MB: a burst of logins should not keep that for the daemon's lifetime.
+ */
+export const DEFAULT_PASSWORD_IDLE_MS = 10_000;
 
 export interface PasswordPoolOptions {
   /** Worker threads, at most (started as jobs arrive). */
@@ -25,6 +30,8 @@ export interface PasswordPoolOptions {
   nice?: number;
   /** Where a worker's failure is told. */
   logger?: Logger;
+  /** An idle worker stops after this long; 0 keeps workers until close(). */
+  idleMs?: number;
 }
 
 type JobInput = { op: 'hash'; password: string; rounds: number } | { op: 'compare'; password: string; hash: string };
@@ -40,6 +47,8 @@ interface Slot {
   /** The job this worker is running; undefined: idle. */
   job: Pending | undefined;
   seq: number;
+  /** Stops this worker once it has been idle for idleMs. */
+  idleTimer: NodeJS.Timeout | undefined;
 }
 
 /**
@@ -70,6 +79,7 @@ export class PasswordPool {
   private readonly queue: Pending[] = [];
   private readonly logger: Logger | undefined;
   private readonly nice: number;
+  private readonly idleMs: number;
   private nextSeq = 1;
   private closed = false;
 
@@ -78,6 +88,7 @@ export class PasswordPool {
     this.maxQueued = Math.max(0, Math.floor(options.maxQueued ?? DEFAULT_PASSWORD_QUEUE));
     this.logger = options.logger;
     this.nice = Math.max(0, Math.min(19, Math.floor(options.nice ?? PASSWORD_WORKER_NICE)));
+    this.idleMs = Math.max(0, Math.floor(options.idleMs ?? DEFAULT_PASSWORD_IDLE_MS));
   }
 
   /** A bcrypt hash of `password` at `rounds` (a fresh salt). */
@@ -103,6 +114,7 @@ export class PasswordPool {
     for (const pending of this.queue.splice(0)) pending.reject(stopped);
     const slots = this.slots.splice(0);
     for (const slot of slots) {
+      clearTimeout(slot.idleTimer);
       slot.job?.reject(stopped);
       slot.job = undefined;
     }
@@ -125,7 +137,7 @@ export class PasswordPool {
     const idle = this.slots.find((slot) => !slot.job);
     if (idle) return idle;
     if (this.slots.length >= this.size) return undefined;
-    const slot: Slot = { worker: startWorker({ nice: this.nice }), job: undefined, seq: 0 };
+    const slot: Slot = { worker: startWorker({ nice: this.nice }), job: undefined, seq: 0, idleTimer: undefined };
     slot.worker.unref();
     slot.worker.on('message', (reply: PasswordReply) => this.receive(slot, reply));
     slot.worker.on('error', (error) => this.lose(slot, error));
@@ -135,6 +147,8 @@ export class PasswordPool {
   }
 
   private run(slot: Slot, pending: Pending): void {
+    clearTimeout(slot.idleTimer);
+    slot.idleTimer = undefined;
     slot.job = pending;
     slot.seq = this.nextSeq++;
     // A job awaited keeps the process alive (a CLI's one hash), an idle worker does not.
@@ -155,10 +169,27 @@ export class PasswordPool {
   /** Hands the next waiting job to `slot` (idle), or to a new worker when `slot` is gone. */
   private next(slot?: Slot): void {
     const pending = this.queue.shift();
-    if (!pending) return;
+    if (!pending) {
+      if (slot) this.retireWhenIdle(slot);
+      return;
+    }
     const target = slot && this.slots.includes(slot) ? slot : this.freeSlot();
     if (target) this.run(target, pending);
     else this.queue.unshift(pending);
+  }
+
+  /** Stops `slot`'s worker if it is still idle after idleMs (taken out of the pool first, so its exit is no failure). */
+  private retireWhenIdle(slot: Slot): void {
+    if (this.idleMs === 0 || slot.job) return;
+    clearTimeout(slot.idleTimer);
+    slot.idleTimer = setTimeout(() => {
+      slot.idleTimer = undefined;
+      const index = this.slots.indexOf(slot);
+      if (slot.job || index === -1) return;
+      this.slots.splice(index, 1);
+      void slot.worker.terminate().catch(() => undefined);
+    }, this.idleMs);
+    slot.idleTimer.unref();
   }
 
   /** A worker failed or exited: its job fails, the next job gets a new worker. */
@@ -168,6 +199,7 @@ export class PasswordPool {
     this.slots.splice(index, 1);
     const job = slot.job;
     slot.job = undefined;
+    clearTimeout(slot.idleTimer);
     void slot.worker.terminate().catch(() => undefined);
     this.logger?.error({ err: error }, 'a password worker failed; starting another for the next job');
     job?.reject(errors.internal());
