@@ -9,6 +9,7 @@ import { cacheKeys, type CacheKeys } from './keys.js';
 import { RedisExactTier } from './redis-exact.js';
 import type { NewEntry } from '../../store/cache-entries.js';
 import type { CacheEntryStore } from '../../store/types.js';
+import { VectorFeed } from './vector-feed.js';
 import { VectorIndex } from './vector-index.js';
 
 /**
@@ -66,13 +67,9 @@ export class ResponseCache {
   private readonly store: CacheEntryStore | undefined;
   private readonly redisTier: RedisExactTier | undefined;
   private readonly vectors: VectorIndex | undefined;
+  /** Feeds the index the entries other daemons add. */
+  private readonly feed: VectorFeed | undefined;
   private readonly timers: NodeJS.Timeout[] = [];
-  /** Highest entry id the vector index has seen from the store (entries other daemons add). */
-  private seenId = 0;
-  private readonly ownIds = new Set<number>();
-  /** Ids indexed from the store lately (re-read below seenId, by the store's idLookback). */
-  private recentIds = new Set<number>();
-  private olderIds = new Set<number>();
   /** The first look at the store's entries (PostgreSQL: the whole start-up load). */
   private readonly started: Promise<void>;
   /** Per catalog model: which tiers apply (the patterns matched once). */
@@ -100,16 +97,19 @@ export class ResponseCache {
       const file = store.file;
       // A file: the worker loads it itself, and this process indexes only what comes after.
       // PostgreSQL: every entry comes through syncVectors, from the first id.
-      this.vectors = VectorIndex.open({ ...(file ? { databasePath: file } : {}), logger });
+      const vectors = VectorIndex.open({ ...(file ? { databasePath: file } : {}), logger });
+      const feed = new VectorFeed(store, vectors, logger);
+      this.vectors = vectors;
+      this.feed = feed;
       this.started = (async () => {
         try {
-          if (file) this.seenId = await store.maxId();
-          await this.syncVectors();
+          if (file) await feed.skipExisting();
+          await feed.sync();
         } catch (error) {
           logger.warn({ err: error }, 'could not read the response cache entries at start');
         }
       })();
-      this.every(POLL_MS, () => void this.syncVectors());
+      this.every(POLL_MS, () => void feed.sync());
     } else this.started = Promise.resolve();
     this.every(TOUCH_MS, () => void this.background('could not record cache entries\' last use', () => this.store?.flushTouched()));
     this.every(SWEEP_MS, () => void this.sweep());
@@ -336,7 +336,7 @@ export class ResponseCache {
       batch.forEach(({ semantic }, index) => {
         const id = ids[index];
         if (!semantic || id === undefined || id < 0) return;
-        this.ownIds.add(id);
+        this.feed?.own(id);
         this.vectors?.add(semantic.partition, id, semantic.vector);
       });
     } catch (error) {
@@ -367,47 +367,9 @@ export class ResponseCache {
     }
   }
 
-  /**
-   * Indexes the semantic entries other daemons sharing the store added since the last look
-   * (every 5 s). A store whose ids can commit out of order (PostgreSQL) is read again from
-   * `idLookback` below the last id seen; the ids indexed lately are skipped.
-   */
+  /** Indexes the semantic entries other daemons sharing the store added since the last look (every 5 s). */
   async syncVectors(): Promise<void> {
-    const store = this.store;
-    const vectors = this.vectors;
-    if (!store || !vectors || this.syncing) return;
-    this.syncing = true;
-    try {
-      let after = Math.max(0, this.seenId - store.idLookback);
-      for (;;) {
-        const rows = await store.vectorsAfter(after, Date.now());
-        for (const row of rows) {
-          after = row.id;
-          this.seenId = Math.max(this.seenId, row.id);
-          if (this.recentIds.has(row.id) || this.olderIds.has(row.id)) continue;
-          if (store.idLookback > 0) this.remember(row.id);
-          if (this.ownIds.delete(row.id)) continue;
-          vectors.add(row.partition, row.id, new Float32Array(row.vector.buffer.slice(row.vector.byteOffset, row.vector.byteOffset + row.vector.byteLength)));
-        }
-        if (rows.length < 1000) break;
-      }
-      for (const id of this.ownIds) if (id <= this.seenId - store.idLookback) this.ownIds.delete(id);
-    } catch (error) {
-      this.deps.logger.warn({ err: error }, 'could not read new semantic cache entries');
-    } finally {
-      this.syncing = false;
-    }
-  }
-
-  private syncing = false;
-
-  /** Two generations of recently indexed ids, enough to cover the lookback window. */
-  private remember(id: number): void {
-    this.recentIds.add(id);
-    if (this.recentIds.size > 4 * (this.store?.idLookback ?? 0)) {
-      this.olderIds = this.recentIds;
-      this.recentIds = new Set();
-    }
+    await this.feed?.sync();
   }
 
   private every(ms: number, run: () => void): void {
