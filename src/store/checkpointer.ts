@@ -14,7 +14,7 @@ import type { Db } from './db.js';
  */
 
 const INTERVAL_MS = 1000;
-const IDLE_MS = 10_000;
+const IDLE_MS = 60_000;
 
 export interface CheckpointerTiming {
   /** Between the worker's checkpoints. */

@@ -36,6 +36,7 @@ for (const t of targets) {
     for (const workload of ['chat', 'stream'] as const) await closedLoop(t, specFor(t, workload), 50, 0, Number(process.env.LOAD_MS));
     console.log(`${t.id}: ${before.toFixed(0)} MB before the load, ${memory(t.pid).rssMb.toFixed(0)} MB after${t.id === 'gateway' ? `; ${await heap(gw.url)}` : ''}`);
   }
+  if (process.env.QUIET_MS) await new Promise((resolve) => setTimeout(resolve, Number(process.env.QUIET_MS)));
   const idle = memory(t.pid).rssMb;
   const result = await slowStreams(t, sim.pid, { streams, chunkDelayMs: 1000, waitMs: 10_000, settleMs: 2000 });
   if (t.id === 'gateway') console.log(`gateway after the streams: ${await heap(gw.url)}`);
