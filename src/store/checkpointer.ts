@@ -10,7 +10,7 @@ import type { Db } from './db.js';
  * INTERVAL_MS, and the daemon's connection stops checkpointing. Until then SQLite's own
  * automatic checkpoint stays on, so an idle daemon pays for no thread. Once nothing has been
  * written for IDLE_MS or more, the worker runs a last checkpoint and stops (its isolate holds
- * about 16 MB); the next write starts another.
+ * about 16 MB, about half of which goes back to the system); the next write starts another.
  */
 
 const INTERVAL_MS = 1000;

@@ -16,8 +16,9 @@ export const DEFAULT_PASSWORD_QUEUE = 64;
  */
 export const PASSWORD_WORKER_NICE = 10;
 /**
- * A worker idle this long stops (the next job starts another, about 50 ms beside a 100 ms hash). Each worker holds a
- * V8 isolate of about 16 MB: a burst of logins should not keep that for the daemon's lifetime.
+ * A worker idle this long stops; the next job starts another (about 50 ms, beside a hash's
+ * 100 ms). Each worker holds a V8 isolate of about 16 MB, of which about half goes back to the
+ * system when it stops: a burst of logins should not keep that for the daemon's lifetime.
  */
 export const DEFAULT_PASSWORD_IDLE_MS = 10_000;
 
