@@ -7,7 +7,6 @@ import { LogDestination } from './core/log-destination.js';
 import { buildRouter } from './api/routes.js';
 import type { GatewayConfig } from './config/types.js';
 import { createHttpServer } from './http/server.js';
-import { GatewayTracer } from './core/telemetry/tracing.js';
 import { connectRedis, createRedis } from './store/redis.js';
 import { openStore } from './store/open.js';
 import type { Store } from './store/types.js';
@@ -72,7 +71,8 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   }
 
   // Traces only when asked for (telemetry.enabled or an OTLP endpoint in the environment): the exporter loads then.
-  const tracer = config.telemetry.enabled ? await GatewayTracer.create(config.telemetry, logger) : undefined;
+  // The OpenTelemetry SDK only when tracing is on (about 2 MB of heap otherwise unused).
+  const tracer = config.telemetry.enabled ? await (await import('./core/telemetry/tracing.js')).GatewayTracer.create(config.telemetry, logger) : undefined;
   const app = createApp(config, store, redis, logger, tracer);
   await Promise.all([app.keyInvalidations?.start(), app.usageRelay?.start(), app.routeSync?.start()]);
   // Calls a stopped run settled but did not get into the ledger, before any new call (and

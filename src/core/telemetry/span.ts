@@ -194,3 +194,9 @@ export class GatewaySpan implements Span, ReadableSpan {
     this.sink.processor.onEnd(this);
   }
 }
+
+/** Marks `span` failed: `error.type` and an ERROR status (with `message` when given). */
+export function failSpan(span: Span, errorType: string, message?: string): void {
+  span.setAttribute('error.type', errorType);
+  span.setStatus({ code: SpanStatusCode.ERROR, ...(message !== undefined ? { message } : {}) });
+}

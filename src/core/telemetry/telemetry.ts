@@ -6,7 +6,9 @@ import type { NewUsage } from '../../store/usage.js';
 import type { GatewayError } from '../errors.js';
 import type { AttemptOutcome, GatewayMetrics } from './metrics.js';
 import { Observation } from './observation.js';
-import { GatewayTracer } from './tracing.js';
+import { failSpan } from './span.js';
+// Type only: the OpenTelemetry SDK is loaded when tracing is on (main.ts).
+import type { GatewayTracer } from './tracing.js';
 
 /**
  * Where the request path reports to metrics and traces: the HTTP server at a request's start
@@ -106,7 +108,7 @@ export class Telemetry {
       if (aborted) {
         // The client left mid-answer: the call still settles (billed for what was delivered) a
         // moment after, and settled() ends the span with its usage; ended here if it never does.
-        GatewayTracer.fail(attempt, 'client_disconnected');
+        failSpan(attempt, 'client_disconnected');
         setTimeout(() => {
           if (observation.attemptSpan !== attempt) return;
           attempt.end();
@@ -121,8 +123,8 @@ export class Telemetry {
     span.setAttribute('http.response.status_code', status);
     if (observation.model !== 'none') span.setAttribute('gateway.model', observation.model);
     if (observation.provider !== 'none') span.setAttribute('gateway.provider', observation.provider);
-    if (aborted) GatewayTracer.fail(span, 'client_disconnected');
-    else if (status >= 500) GatewayTracer.fail(span, String(status));
+    if (aborted) failSpan(span, 'client_disconnected');
+    else if (status >= 500) failSpan(span, String(status));
     span.end();
   }
 
@@ -167,8 +169,8 @@ export class Telemetry {
     if (inputTokens !== undefined) span.setAttribute('gen_ai.usage.input_tokens', inputTokens);
     if (error) {
       if (error.upstream?.status !== undefined) span.setAttribute('http.response.status_code', error.upstream.status);
-      GatewayTracer.fail(span, error.reason, error.message);
-    } else if (inputTokens === undefined) GatewayTracer.fail(span, 'invalid_count');
+      failSpan(span, error.reason, error.message);
+    } else if (inputTokens === undefined) failSpan(span, 'invalid_count');
     span.end();
   }
 
@@ -189,7 +191,7 @@ export class Telemetry {
     }
     if (error) {
       if (error.upstream?.status !== undefined) span.setAttribute('http.response.status_code', error.upstream.status);
-      GatewayTracer.fail(span, error.reason, error.message);
+      failSpan(span, error.reason, error.message);
     }
     span.end();
   }
@@ -224,7 +226,7 @@ export class Telemetry {
     if (response?.finishReasons) span.setAttribute('gen_ai.response.finish_reasons', response.finishReasons);
     if (response?.output !== undefined) span.setAttribute('gen_ai.output.messages', response.output);
     span.setAttribute('gen_ai.response.model', response?.model ?? row.deployment?.slice(row.deployment.indexOf(':') + 1) ?? row.model);
-    if (row.status >= 400) GatewayTracer.fail(span, row.errorType ?? String(row.status));
+    if (row.status >= 400) failSpan(span, row.errorType ?? String(row.status));
     if (span === observation.attemptSpan) {
       span.end();
       observation.attemptSpan = undefined;

@@ -1,4 +1,4 @@
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, type Attributes, type Context, type Span, type SpanContext, type TextMapGetter } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, TraceFlags, trace, type Attributes, type Context, type Span, type SpanContext, type TextMapGetter } from '@opentelemetry/api';
 import { W3CTraceContextPropagator, getNumberFromEnv, getStringFromEnv } from '@opentelemetry/core';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, SamplingDecision, TraceIdRatioBasedSampler, type ReadableSpan, type Sampler, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -6,7 +6,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from 'pino';
 import type { TelemetryConfig } from '../../config/types.js';
 import { encodeTraceRequest } from './otlp-proto.js';
-import { GatewaySpan, newSpanId, newTraceId, type SpanSink } from './span.js';
+import { failSpan, GatewaySpan, newSpanId, newTraceId, type SpanSink } from './span.js';
 
 /**
  * OpenTelemetry traces (issue 31): one SERVER span per HTTP request (a client's W3C
@@ -147,8 +147,7 @@ export class GatewayTracer {
 
   /** Ends a span with an error: its status and `error.type`. */
   static fail(span: Span, errorType: string, message?: string): void {
-    span.setAttribute('error.type', errorType);
-    span.setStatus({ code: SpanStatusCode.ERROR, ...(message !== undefined ? { message } : {}) });
+    failSpan(span, errorType, message);
   }
 
   /** Exports what is queued (at shutdown), within `timeoutMs`. */

@@ -1,4 +1,5 @@
-import { EventStreamCodec } from '@smithy/eventstream-codec';
+import { createRequire } from 'node:module';
+import type { EventStreamCodec } from '@smithy/eventstream-codec';
 import type { FrameParser } from '../types.js';
 import type { SseEvent } from '../shared/sse-parser.js';
 import { upstreamMalformed } from '../shared/errors.js';
@@ -6,10 +7,18 @@ import { upstreamMalformed } from '../shared/errors.js';
 /** A frame larger than this is not Bedrock's (its frames carry one event each). */
 const MAX_FRAME_BYTES = 16 * 1024 * 1024;
 
-const codec = new EventStreamCodec(
-  (bytes) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'),
-  (text) => Buffer.from(text, 'utf8'),
-);
+let shared: EventStreamCodec | undefined;
+
+/** Smithy's codec, loaded on the first Bedrock stream (about 1 MB of heap a daemon without Bedrock does not need). */
+function codec(): EventStreamCodec {
+  if (shared) return shared;
+  const { EventStreamCodec: Codec } = createRequire(import.meta.url)('@smithy/eventstream-codec') as typeof import('@smithy/eventstream-codec');
+  shared = new Codec(
+    (bytes) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'),
+    (text) => Buffer.from(text, 'utf8'),
+  );
+  return shared;
+}
 
 /**
  * `application/vnd.amazon.eventstream` (AWS's binary framing: a prelude with the lengths and
@@ -57,7 +66,7 @@ export function createEventStreamParser(provider: string): FrameParser {
 function decodeFrame(provider: string, bytes: Buffer): SseEvent {
   let message;
   try {
-    message = codec.decode(bytes);
+    message = codec().decode(bytes);
   } catch {
     throw upstreamMalformed(provider, 'an event-stream frame whose checksum or headers are broken');
   }
