@@ -103,7 +103,11 @@ export class Checkpointer {
     const worker = this.worker;
     if (!worker) return;
     this.worker = undefined;
-    this.db.pragma('wal_autocheckpoint = 1000');
+    try {
+      this.db.pragma('wal_autocheckpoint = 1000');
+    } catch {
+      // The connection is closed already: nothing left to checkpoint from it.
+    }
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => void worker.terminate().then(() => resolve()), 2000);
       worker.once('message', () => {

@@ -6,7 +6,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from 'pino';
 import type { TelemetryConfig } from '../../config/types.js';
 import { encodeTraceRequest } from './otlp-proto.js';
-import { failSpan, GatewaySpan, newSpanId, newTraceId, type SpanSink } from './span.js';
+import { GatewaySpan, newSpanId, newTraceId, type SpanSink } from './span.js';
 
 /**
  * OpenTelemetry traces (issue 31): one SERVER span per HTTP request (a client's W3C
@@ -143,11 +143,6 @@ export class GatewayTracer {
     const state = context.traceState?.serialize();
     if (state) headers.tracestate = state;
     return headers;
-  }
-
-  /** Ends a span with an error: its status and `error.type`. */
-  static fail(span: Span, errorType: string, message?: string): void {
-    failSpan(span, errorType, message);
   }
 
   /** Exports what is queued (at shutdown), within `timeoutMs`. */
