@@ -1,5 +1,6 @@
-import { readFileSync, readdirSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { memory, startGatewayProc, startSimulator } from '../procs.js';
+import { formatResident } from './smaps.js';
 
 /**
  * Where an idle gateway's memory is (the benchmark's "idle RSS"): a gateway (dist/, embedded
@@ -19,20 +20,9 @@ await new Promise((resolve) => setTimeout(resolve, Number(process.env.WAIT ?? 30
 const pid = gw.pid;
 const threads = readdirSync(`/proc/${pid}/task`).length;
 
-/** Resident MB by mapping: a file by its path, anonymous ones by their size (a 64 MB one is a malloc arena). */
-const resident = new Map<string, number>();
-let mapping = '';
-for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
-  const head = /^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
-  if (head) {
-    const mb = (parseInt(head[2] as string, 16) - parseInt(head[1] as string, 16)) / 2 ** 20;
-    mapping = head[3] || (mb >= 60 && mb <= 66 ? '[anon: malloc arena]' : mb < 1.1 ? '[anon: small mappings, V8 pages among them]' : `[anon: ${mb.toFixed(0)} MB mapping]`);
-  } else if (line.startsWith('Rss:')) resident.set(mapping, (resident.get(mapping) ?? 0) + Number(line.split(/\s+/)[1]) / 1024);
-}
-
 const metrics = (await (await fetch(`${gw.url}/metrics`)).text()).split('\n');
 const mb = (name: string): string => (Number(metrics.find((line) => line.startsWith(`${name} `))?.split(' ')[1]) / 2 ** 20).toFixed(1);
 console.log(`RSS ${memory(pid).rssMb.toFixed(0)} MB, ${threads} threads; V8 heap ${mb('nodejs_heap_size_total_bytes')} MB, used ${mb('nodejs_heap_size_used_bytes')}, external ${mb('nodejs_external_memory_bytes')}`);
-for (const [name, size] of [...resident].sort((a, b) => b[1] - a[1]).slice(0, 14)) console.log(`  ${size.toFixed(1).padStart(6)} MB  ${name}`);
+console.log(formatResident(pid));
 for (const proc of [sim, gw]) proc.child.kill('SIGTERM');
 process.exit(0);

@@ -1,6 +1,7 @@
-import { closedLoop, makeTarget, specFor } from '../load.js';
+import { closedLoop, makeTarget, specFor, type WorkloadId } from '../load.js';
 import { memory, startFloor, startGatewayProc, startSimulator } from '../procs.js';
 import { slowStreams } from '../streams.js';
+import { formatResident } from './smaps.js';
 
 /**
  * What 1,000 open streams cost in memory (issue 32: under 200 MB RSS for the plain gateway),
@@ -8,7 +9,9 @@ import { slowStreams } from '../streams.js';
  * embedded default), each target's RSS idle and then with STREAMS (1000) slow streams open
  * (test/bench/streams.ts, the benchmark's own phase). GW_NODE_ARGS adds Node flags to the
  * gateway (e.g. `--max-semi-space-size=4`). LOAD_MS=10000 runs that long of chat JSON and then of
- * streams at 50 connections through each target first, as the benchmark's earlier phases do.
+ * streams at 50 connections through each target first, as the benchmark's earlier phases do
+ * (LOAD_WORKLOADS lists others: messages, embeddings, speech, cache-hit, cache-miss). SMAPS=1
+ * prints the gateway's resident memory by mapping before and with the streams.
  *
  *   npm run build && node --import tsx test/bench/diag/streams-memory.ts
  */
@@ -27,19 +30,23 @@ async function heap(url: string): Promise<string> {
   const spaces = text.split('\n').filter((l) => l.startsWith('nodejs_heap_space_size_total_bytes{')).map((l) => `${/space="(\w+)"/.exec(l)?.[1]}=${(Number(l.split(' ').at(-1)) / 2 ** 20).toFixed(0)}`);
   return `heap total ${mb('nodejs_heap_size_total_bytes')} MB, used ${mb('nodejs_heap_size_used_bytes')}, external ${mb('nodejs_external_memory_bytes')} (${spaces.join(' ')})`;
 }
+/** LOAD_WORKLOADS=chat,stream,messages,embeddings,speech: the workloads LOAD_MS runs, in turn (chat,stream). */
+const loadWorkloads = (process.env.LOAD_WORKLOADS ?? 'chat,stream').split(',') as WorkloadId[];
 const targets = [makeTarget('floor', 'floor', floor.url, floor.pid, ['x']), makeTarget('gateway', 'gateway', gw.url, gw.pid, gw.keys)];
 await new Promise((resolve) => setTimeout(resolve, 1000));
 for (const t of targets) {
   // LOAD_MS: that long of chat JSON at 50 connections first (the benchmark's earlier phases, in short).
   if (process.env.LOAD_MS) {
     const before = memory(t.pid).rssMb;
-    for (const workload of ['chat', 'stream'] as const) await closedLoop(t, specFor(t, workload), 50, 0, Number(process.env.LOAD_MS));
+    for (const workload of t.id === 'gateway' ? loadWorkloads : loadWorkloads.filter((w) => w === 'chat' || w === 'stream')) await closedLoop(t, specFor(t, workload), 50, 0, Number(process.env.LOAD_MS));
     console.log(`${t.id}: ${before.toFixed(0)} MB before the load, ${memory(t.pid).rssMb.toFixed(0)} MB after${t.id === 'gateway' ? `; ${await heap(gw.url)}` : ''}`);
   }
   if (process.env.QUIET_MS) await new Promise((resolve) => setTimeout(resolve, Number(process.env.QUIET_MS)));
   const idle = memory(t.pid).rssMb;
+  if (t.id === 'gateway' && process.env.SMAPS) console.log(`gateway before the streams, by mapping:\n${formatResident(t.pid)}`);
   const result = await slowStreams(t, sim.pid, { streams, chunkDelayMs: 1000, waitMs: 10_000, settleMs: 2000 });
   if (t.id === 'gateway') console.log(`gateway after the streams: ${await heap(gw.url)}`);
+  if (t.id === 'gateway' && process.env.SMAPS) console.log(formatResident(t.pid));
   console.log(`${t.id}: idle ${idle.toFixed(0)} MB, ${result.receiving}/${streams} streams receiving: RSS ${result.rssMb.toFixed(0)} MB (${(((result.rssMb - idle) * 1024) / streams).toFixed(0)} KB per stream), failed ${result.failed}${result.errors.length ? ` ${result.errors.join('; ')}` : ''}`);
   await new Promise((resolve) => setTimeout(resolve, 1000));
 }
