@@ -33,8 +33,15 @@ interface Pending {
 }
 
 const RETRY_FIRST_MS = 100;
-/** Commits in flight at once without a local journal (PostgreSQL). */
-const MAX_COMMITS = 4;
+/**
+ * Commits in flight at once without a local journal (PostgreSQL). One: the calls that end
+ * while it is out go together in the next. A batch locks the wallets it charges, so a second
+ * commit of the same daemon would mostly wait on the first's row locks; and fewer, larger
+ * batches cost PostgreSQL less CPU per call. Against four in flight, on 2 cores at 500 req/s:
+ * 26% less PostgreSQL CPU, the commit's mean 5.6 → 2.7 ms, and at 50 connections 21% more
+ * calls a second at 12% less gateway CPU per call (issue 32).
+ */
+const MAX_COMMITS = 1;
 /** Waits before trying a commit again after a transient failure (then the calls fail: 503). */
 const COMMIT_RETRY_MS = [50, 200, 500];
 const RETRY_MAX_MS = 5000;

@@ -2,8 +2,12 @@ import { FUNDS_COLUMNS, toFunds, type FundsRow } from '../funds.js';
 import type { Funds } from '../types.js';
 import { readRetrying, type PgSql } from './db.js';
 
-/** Batches in flight at once; reads asked for meanwhile wait for the next batch. */
-const MAX_IN_FLIGHT = 2;
+/**
+ * Batches in flight at once; reads asked for meanwhile wait for the next batch. One, as for
+ * settlement's commits (ledger-writer.ts): fewer, larger batches cost PostgreSQL less per read,
+ * and on a loaded host that is what the reads wait for.
+ */
+const MAX_IN_FLIGHT = 1;
 /** Reads in one statement at most (a longer queue goes out in several). */
 const MAX_BATCH = 256;
 
