@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { closedLoop, makeTarget, specFor } from '../load.js';
-import { gatewayRunsCompiled, startFloor, startGatewayProc, startSimulator } from '../procs.js';
+import { gatewayRunsCompiled, startFloor, startGatewayProc, startSimulator, type GatewayProc } from '../procs.js';
 
 /**
  * Where the CPU of a chat call goes, floor against gateway, by the kernel's own sampler: Linux
@@ -11,7 +11,8 @@ import { gatewayRunsCompiled, startFloor, startGatewayProc, startSimulator } fro
  * builtins), in µs per call, and the symbols that differ most. Unlike --cpu-prof (V8's
  * sampler, wall time of the main thread) it sees the helper threads and the time spent in the
  * kernel, and counts only CPU time. Needs `perf` (linux-perf) and the right to profile another
- * process (root, or kernel.perf_event_paranoid <= 1).
+ * process (root, or kernel.perf_event_paranoid <= 1). AGAINST=metrics-off puts a second
+ * gateway, with metrics.enabled: false, in the floor's place (its lines still say "floor").
  *
  *   npm run build && node --import tsx test/bench/diag/perf-split.ts
  */
@@ -73,10 +74,13 @@ if (!gatewayRunsCompiled()) {
 const us = (samples: number, requests: number): number => (samples / HZ) * 1e6 / requests;
 
 const sim = await startSimulator();
-const floor = await startFloor(sim.url, sim.key);
+// AGAINST=metrics-off: the first target is a second gateway with metrics.enabled: false.
+const metricsOff = process.env.AGAINST === 'metrics-off';
+const floor = metricsOff ? await startGatewayProc({ name: 'metrics-off', simUrl: sim.url, simKey: sim.key, keys: 16, extra: { metrics: { enabled: false } } }) : await startFloor(sim.url, sim.key);
 const gw = await startGatewayProc({ name: 'gateway', simUrl: sim.url, simKey: sim.key, keys: 16 });
 const splits = new Map<string, Split>();
-for (const t of [makeTarget('floor', 'floor', floor.url, floor.pid, ['x']), makeTarget('gateway', 'gateway', gw.url, gw.pid, gw.keys)]) {
+const first = metricsOff ? makeTarget('floor', 'gateway', floor.url, floor.pid, (floor as GatewayProc).keys) : makeTarget('floor', 'floor', floor.url, floor.pid, ['x']);
+for (const t of [first, makeTarget('gateway', 'gateway', gw.url, gw.pid, gw.keys)]) {
   await closedLoop(t, specFor(t, 'chat'), concurrency, 0, warmMs);
   const file = `/tmp/perf-split-${t.id}.data`;
   const perf = spawn('perf', ['record', '-F', String(HZ), '-p', String(t.pid), '-o', file], { stdio: 'ignore' });
