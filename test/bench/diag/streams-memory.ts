@@ -9,9 +9,10 @@ import { formatResident } from './smaps.js';
  * embedded default), each target's RSS idle and then with STREAMS (1000) slow streams open
  * (test/bench/streams.ts, the benchmark's own phase). GW_NODE_ARGS adds Node flags to the
  * gateway (e.g. `--max-semi-space-size=4`). LOAD_MS=10000 runs that long of chat JSON and then of
- * streams at 50 connections through each target first, as the benchmark's earlier phases do
- * (LOAD_WORKLOADS lists others: messages, embeddings, speech, cache-hit, cache-miss). SMAPS=1
- * prints the gateway's resident memory by mapping before and with the streams.
+ * streams at 50 connections through each target first, as the benchmark's earlier phases do;
+ * LOAD_WORKLOADS=chat,stream,messages,embeddings,speech gives the gateway those in turn (the
+ * floor runs the chat ones only; the gateway has no response cache here). SMAPS=1 prints the
+ * gateway's resident memory by mapping before and with the streams.
  *
  *   npm run build && node --import tsx test/bench/diag/streams-memory.ts
  */
@@ -30,7 +31,7 @@ async function heap(url: string): Promise<string> {
   const spaces = text.split('\n').filter((l) => l.startsWith('nodejs_heap_space_size_total_bytes{')).map((l) => `${/space="(\w+)"/.exec(l)?.[1]}=${(Number(l.split(' ').at(-1)) / 2 ** 20).toFixed(0)}`);
   return `heap total ${mb('nodejs_heap_size_total_bytes')} MB, used ${mb('nodejs_heap_size_used_bytes')}, external ${mb('nodejs_external_memory_bytes')} (${spaces.join(' ')})`;
 }
-/** LOAD_WORKLOADS=chat,stream,messages,embeddings,speech: the workloads LOAD_MS runs, in turn (chat,stream). */
+/** The workloads LOAD_MS runs through the gateway, in turn (default chat,stream). */
 const loadWorkloads = (process.env.LOAD_WORKLOADS ?? 'chat,stream').split(',') as WorkloadId[];
 const targets = [makeTarget('floor', 'floor', floor.url, floor.pid, ['x']), makeTarget('gateway', 'gateway', gw.url, gw.pid, gw.keys)];
 await new Promise((resolve) => setTimeout(resolve, 1000));
