@@ -54,7 +54,6 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     await store.close();
     throw error;
   }
-  store.cacheFunds({ sharedWriters: Boolean(config.redis) });
   let redis: Awaited<ReturnType<typeof createRedis>> | undefined;
   if (config.redis) {
     let lastError = '';
@@ -128,6 +127,10 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       resolve();
     });
   });
+  // Admission's funds remembered between calls (on PostgreSQL a listening session of its own):
+  // once the daemon has started, so that a start that fails leaves nothing open. Calls before
+  // it read the database.
+  store.cacheFunds({ sharedWriters: Boolean(config.redis) });
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;

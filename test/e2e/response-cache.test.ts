@@ -367,7 +367,9 @@ t.test('a broken cache is a miss, never an error: corrupted entry, full disk, em
     const r = await postJson(`${gw.url}/v1/chat/completions`, { authorization: `Bearer ${funded.key}` }, { model: 'openai/gpt-4o', messages: [{ role: 'user', content: question }] });
     return header(r, 'x-gateway-cache') === 'exact';
   });
-  // Corrupt every entry's answer: the next lookup drops it and asks upstream.
+  // Corrupt every entry's answer: the next lookup drops it and asks upstream. (The misses
+  // before the hit store their answers after them: those writes land first.)
+  await gw.app.cache?.flush();
   await onCache("UPDATE cache_entries SET answer = '{\"v\":1,\"text\":' ");
   const calls = chatCalls();
   const after = await openai(funded).chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: question }] }).withResponse();

@@ -2,6 +2,7 @@ import { toAccount, type Account, type AccountRow, type Role } from '../accounts
 import type { KeyKind } from '../../core/keys.js';
 import { listColumn, toKeyRecord, type KeyChanges, type KeyRecord, type KeyRow, type NewKey } from '../keys.js';
 import { readRetrying, type PgSql } from './db.js';
+import { UNTRACKED, type FundsWrites } from './funds-cache.js';
 
 /**
  * Accounts, keys and ended sessions on PostgreSQL (issue 16): the SQLite repos' contracts,
@@ -9,7 +10,11 @@ import { readRetrying, type PgSql } from './db.js';
  */
 
 export class PgAccounts {
-  constructor(private readonly sql: PgSql) {}
+  /** @param funds told of writes to what admission reads (the funds cache) */
+  constructor(
+    private readonly sql: PgSql,
+    private readonly funds: FundsWrites = UNTRACKED,
+  ) {}
 
   /** Inserts an account; a taken e-mail (whatever its case) is a unique violation (23505). */
   async insert(input: { id: string; email: string; name: string; passwordHash: string | null; role: Role; now: number }): Promise<Account> {
@@ -35,10 +40,10 @@ export class PgAccounts {
   }
 
   async setSpendLimit(id: string, limitMicros: number | null, period: string | null, now: number): Promise<Account | undefined> {
-    const [row] = await this.sql<AccountRow[]>`
+    const [row] = await this.funds.run(() => this.sql<AccountRow[]>`
       UPDATE accounts SET spend_limit_micros = ${limitMicros}, spend_period = ${period},
         period_start = CASE WHEN spend_period IS NOT DISTINCT FROM ${period}::text THEN period_start ELSE 0 END, updated_at = ${now}
-      WHERE id = ${id} RETURNING *`;
+      WHERE id = ${id} RETURNING *`);
     return row && toAccount(row);
   }
 
@@ -51,9 +56,11 @@ export class PgAccounts {
 export class PgKeys {
   private readonly table: 'api_keys' | 'management_keys';
 
+  /** @param funds told of writes to what admission reads (the funds cache) */
   constructor(
     private readonly sql: PgSql,
     readonly kind: KeyKind,
+    private readonly funds: FundsWrites = UNTRACKED,
   ) {
     this.table = kind === 'api' ? 'api_keys' : 'management_keys';
   }
@@ -91,6 +98,11 @@ export class PgKeys {
   }
 
   async update(id: string, changes: KeyChanges): Promise<KeyRecord | undefined> {
+    await this.funds.run(() => this.write(id, changes));
+    return this.byId(id);
+  }
+
+  private async write(id: string, changes: KeyChanges): Promise<void> {
     const set: Record<string, unknown> = {};
     if (changes.name !== undefined) set.name = changes.name;
     if (changes.expiresAt !== undefined) set.expires_at = changes.expiresAt;
@@ -110,7 +122,6 @@ export class PgKeys {
     }
     const columns = Object.keys(set);
     if (columns.length > 0) await this.sql`UPDATE ${this.sql(this.table)} SET ${this.sql(set as Record<string, string | number | boolean | null>, columns)} WHERE id = ${id}`;
-    return this.byId(id);
   }
 
   /** Sets revoked_at once; revoking again keeps the first time. */

@@ -25,8 +25,9 @@ interface Pending {
  * reads asked for in one turn of the event loop go out together, in one `unnest` join, as
  * soon as fewer than MAX_IN_FLIGHT batches are out; the ones asked for while that many are
  * out go in the next batch. Every read still starts after it was asked for, so it sees every
- * commit before it (no cache, nothing to invalidate): at low load a batch holds one read and
- * nothing waits; under load a read waits at most for a batch to come back.
+ * commit before it: at low load a batch holds one read and nothing waits; under load a read
+ * waits at most for a batch to come back. (A daemon serving the database alone asks it only
+ * for the wallets its funds cache does not hold: funds-cache.ts.)
  */
 export class PgFundsReader {
   private queue: Pending[] = [];

@@ -4,6 +4,7 @@ import type postgres from 'postgres';
 import type { PgSql } from './db.js';
 import { toUsageRecord, type NewUsage, type UsageRecord, type UsageRow } from '../usage.js';
 import { USAGE_COLUMNS, usageColumns } from './usage.js';
+import { UNTRACKED, type FundsWrites } from './funds-cache.js';
 
 /**
  * The wallet on PostgreSQL (issue 16): the same contract as the SQLite `LedgerRepo`, async.
@@ -17,13 +18,21 @@ import { USAGE_COLUMNS, usageColumns } from './usage.js';
 type Tx = PgSql;
 
 export class PgLedger {
-  constructor(private readonly sql: PgSql) {}
+  /** @param funds told of top-ups and single charges (settlement batches tell it themselves: PgStore.settle) */
+  constructor(
+    private readonly sql: PgSql,
+    private readonly funds: FundsWrites = UNTRACKED,
+  ) {}
 
   /**
    * Adds money. With a reference, a second call with the same reference (from any daemon)
    * returns the first entry instead of applying again (`replayed: true`).
    */
-  async credit(kind: 'topup' | 'refund', input: CreditInput): Promise<{ entry: LedgerEntry; replayed: boolean }> {
+  credit(kind: 'topup' | 'refund', input: CreditInput): Promise<{ entry: LedgerEntry; replayed: boolean }> {
+    return this.funds.run(() => this.creditNow(kind, input));
+  }
+
+  private async creditNow(kind: 'topup' | 'refund', input: CreditInput): Promise<{ entry: LedgerEntry; replayed: boolean }> {
     if (!Number.isSafeInteger(input.amountMicros) || input.amountMicros <= 0) throw new RangeError('credit amount must be a positive integer of µINR');
     try {
       return await this.sql.begin(async (tx) => {
@@ -63,7 +72,10 @@ export class PgLedger {
    * for the one before it through a scalar subquery over it in its WHERE (PostgreSQL
    * evaluates one before the first row it filters; MATERIALIZED keeps a SELECT part from being
    * folded into the part that reads it, and `count(fail)` makes the missing-account check
-   * compute the cast that fails).
+   * compute the cast that fails). The first part marks the statement's transaction as a
+   * settlement (`gateway.settling`): its changes to balances and spends send no notice on
+   * gateway_funds (migration 9), since the daemon that commits them applies them to its own
+   * funds cache (funds-cache.ts).
    */
   async chargeMany(inputs: readonly ChargeInput[], usage: readonly NewUsage[] = []): Promise<UsageRecord[]> {
     const { perAccount, perKey } = batchTotals(inputs);
@@ -74,7 +86,8 @@ export class PgLedger {
     const accountIds = accounts.map(([id]) => id);
     const keyIds = keys.map(([id]) => id);
     const rows = await this.sql<UsageRow[]>`
-      WITH la AS MATERIALIZED (SELECT id FROM accounts WHERE id = ANY(${accountIds}::text[]) ORDER BY id COLLATE "C" FOR UPDATE),
+      WITH quiet AS MATERIALIZED (SELECT set_config('gateway.settling', 'on', true) AS s),
+      la AS MATERIALIZED (SELECT id FROM accounts WHERE id = ANY(${accountIds}::text[]) AND (SELECT count(s) FROM quiet) = 1 ORDER BY id COLLATE "C" FOR UPDATE),
       missing AS MATERIALIZED (SELECT ('account ' || q.id || ' does not exist')::integer AS fail FROM unnest(${accountIds}::text[]) AS q(id) WHERE q.id NOT IN (SELECT id FROM la)),
       ua AS (
         UPDATE accounts AS a SET balance_micros = a.balance_micros - t.total, spent_micros = a.spent_micros + t.total, updated_at = t.now
@@ -105,7 +118,11 @@ export class PgLedger {
   }
 
   /** One charge, once per request id (a second returns the first entry). */
-  async charge(input: ChargeInput): Promise<{ entry: LedgerEntry; replayed: boolean }> {
+  charge(input: ChargeInput): Promise<{ entry: LedgerEntry; replayed: boolean }> {
+    return this.funds.run(() => this.chargeNow(input));
+  }
+
+  private async chargeNow(input: ChargeInput): Promise<{ entry: LedgerEntry; replayed: boolean }> {
     if (!Number.isSafeInteger(input.amountMicros) || input.amountMicros < 0) throw new RangeError('charge amount must be a non-negative integer of µINR');
     try {
       return await this.sql.begin(async (raw) => {

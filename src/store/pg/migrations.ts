@@ -228,4 +228,30 @@ CREATE UNIQUE INDEX alerts_once ON alerts(event, subject, period);
 CREATE INDEX alerts_by_time ON alerts(created_at);
 `,
   },
+  {
+    version: 9,
+    name: 'wallets and key budgets: a notice on every change but settlement batches, for the funds cache (issue 32)',
+    // A daemon that serves the database alone remembers admission's funds (funds-cache.ts)
+    // and applies its own settlement batches to them; any other change to what admission
+    // reads (a top-up, a spend limit, a key's budget, its period, from this daemon or any
+    // other process) sends a notice on gateway_funds that empties them. A settlement batch
+    // says so with the transaction-local setting gateway.settling (ledger.ts), so the hot
+    // path sends none. Statement-level: one notice per statement, whatever its row count.
+    sql: `
+CREATE FUNCTION gateway_funds_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF current_setting('gateway.settling', true) IS DISTINCT FROM 'on' THEN
+    PERFORM pg_notify('gateway_funds', TG_TABLE_NAME);
+  END IF;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER accounts_funds_changed
+  AFTER UPDATE OF balance_micros, spent_micros, spend_limit_micros, spend_period, period_start, period_base_micros, created_at OR DELETE OR TRUNCATE
+  ON accounts FOR EACH STATEMENT EXECUTE FUNCTION gateway_funds_changed();
+CREATE TRIGGER api_keys_funds_changed
+  AFTER UPDATE OF account_id, budget_micros, spent_micros, budget_period, period_start, period_base_micros, created_at OR DELETE OR TRUNCATE
+  ON api_keys FOR EACH STATEMENT EXECUTE FUNCTION gateway_funds_changed();
+`,
+  },
 ];

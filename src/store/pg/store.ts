@@ -7,6 +7,7 @@ import type { NewUsage, UsageRecord } from '../usage.js';
 import { PgAccounts, PgKeys, PgSessions } from './accounts.js';
 import { connectPostgres, migratePostgres, type PgOptions, type PgSql } from './db.js';
 import { PgFundsReader } from './funds-reader.js';
+import { PgFundsCache } from './funds-cache.js';
 import type { Logger } from 'pino';
 import type { CacheStoreLimits } from '../cache-entries.js';
 import { PgCacheEntries } from './cache-entries.js';
@@ -22,12 +23,6 @@ const SERVING_LOCK = 0x676174657376n; // "gatesv"
 /** How often the serving lock's session is checked. */
 const LOCK_CHECK_MS = 3000;
 
-/** Nothing waits for a barrier here: every settled call is committed before its answer ends. */
-const NO_BARRIER: ReadBarrierLike = {
-  set: () => undefined,
-  pass: () => false,
-};
-
 /**
  * The PostgreSQL store (issue 16): daemons on several hosts share one database. Every
  * settled call is committed here before its answer's last bytes (settlement.ts groups the
@@ -42,22 +37,32 @@ export class PgStore implements Store {
   readonly usage: PgUsage;
   readonly sessions: PgSessions;
   readonly alerts: PgAlerts;
-  readonly barrier = NO_BARRIER;
+  /**
+   * Nothing waits for a barrier here (every settled call is committed before its answer
+   * ends); passing it empties the funds cache, so that a refusal, or an alert's check, reads
+   * the wallet as it is.
+   */
+  readonly barrier: ReadBarrierLike = {
+    set: () => undefined,
+    pass: () => this.fundsCache.drop(),
+  };
   readonly local = undefined;
   readonly images: PgImages;
   readonly description: string;
   private closed = false;
   private readonly fundsReader: PgFundsReader;
+  /** Holds nothing until cacheFunds() (a daemon without Redis); told of own writes either way. */
+  readonly fundsCache = new PgFundsCache();
 
   constructor(
     readonly sql: PgSql,
     private readonly url: string,
   ) {
     this.description = redactUrl(url);
-    this.accounts = new PgAccounts(sql);
-    this.apiKeys = new PgKeys(sql, 'api');
+    this.accounts = new PgAccounts(sql, this.fundsCache);
+    this.apiKeys = new PgKeys(sql, 'api', this.fundsCache);
     this.managementKeys = new PgKeys(sql, 'management');
-    this.ledger = new PgLedger(sql);
+    this.ledger = new PgLedger(sql, this.fundsCache);
     this.usage = new PgUsage(sql);
     this.sessions = new PgSessions(sql);
     this.alerts = new PgAlerts(sql);
@@ -77,12 +82,16 @@ export class PgStore implements Store {
     return new PgStore(sql, url);
   }
 
-  /** Several calls' reads in one statement under load (funds-reader.ts). */
+  /** From the funds cache when it holds them (funds-cache.ts), else several calls' reads in one statement (funds-reader.ts). */
   funds(accountId: string, apiKeyId: string): Promise<Funds | undefined> {
-    return this.fundsReader.read(accountId, apiKeyId);
+    return this.fundsCache.read(accountId, apiKeyId, () => this.fundsReader.read(accountId, apiKeyId));
   }
 
-  async beginPeriods(starts: PeriodStarts): Promise<void> {
+  beginPeriods(starts: PeriodStarts): Promise<void> {
+    return this.fundsCache.run(() => this.beginPeriodsNow(starts));
+  }
+
+  private async beginPeriodsNow(starts: PeriodStarts): Promise<void> {
     const { accountId, apiKeyId, keyStart, accountStart } = starts;
     if (keyStart !== undefined && apiKeyId !== undefined) {
       await this.sql`UPDATE api_keys SET period_base_micros = spent_micros, period_start = ${keyStart} WHERE id = ${apiKeyId} AND account_id = ${accountId} AND period_start < ${keyStart}`;
@@ -93,8 +102,9 @@ export class PgStore implements Store {
   }
 
   async settle(charges: readonly ChargeInput[], rows: readonly NewUsage[]): Promise<UsageRecord[]> {
-    // The usage rows go in the charges' statement (one round trip).
-    return this.ledger.chargeMany(charges, rows);
+    // The usage rows go in the charges' statement (one round trip); the funds cache takes the
+    // charges once committed, before settlement releases their holds.
+    return this.fundsCache.settle(charges, () => this.ledger.chargeMany(charges, rows));
   }
 
   async createFirstAdmin(account: NewAccount, key: NewKey): Promise<{ account: Account; key: KeyRecord } | undefined> {
@@ -108,11 +118,15 @@ export class PgStore implements Store {
   }
 
   /**
-   * No funds cache: reading a wallet is one indexed round trip (shared by the reads of one turn,
-   * funds-reader.ts), and there is no cheap way to know no other writer (a CLI top-up on
-   * another host) changed it since: checking would be a round trip too.
+   * Remember admission's funds (funds-cache.ts) when this daemon serves the database alone:
+   * it applies its own settlement batches, and hears of every other change through notices.
+   * With `sharedWriters` (daemons on several hosts, through Redis) every call reads the
+   * database: another daemon's charge is released from Redis as soon as it commits, and
+   * until its notice arrived a cache would show that money twice.
    */
-  cacheFunds(): void {}
+  cacheFunds(options: { sharedWriters?: boolean } = {}): void {
+    if (!options.sharedWriters) this.fundsCache.start(this.url);
+  }
 
   /**
    * A session-level advisory lock, on a connection of its own kept for the daemon's life:
@@ -200,6 +214,7 @@ export class PgStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await this.fundsCache.close();
     await this.sql.end({ timeout: 5 });
   }
 }

@@ -14,6 +14,7 @@ import { startGatewayProc, startSimulator } from '../procs.js';
  * PG=1 puts the gateway on a scratch PostgreSQL database (PG_URL, an admin URL that may
  * CREATE DATABASE; its query string is passed on, e.g. `?synchronous_commit=off` to see what
  * the commit's flush costs), dropped at the end. Without it the gateway is on SQLite.
+ * GW_NODE_ARGS adds Node flags to the gateway (e.g. `--require ./a-preload.cjs`).
  */
 
 const rate = Number(process.env.RATE ?? 200);
@@ -30,7 +31,7 @@ if (admin && scratch) {
 }
 
 const sim = await startSimulator();
-const gw = await startGatewayProc({ name: 'gateway', simUrl: sim.url, simKey: sim.key, keys: 16, ...(databaseUrl ? { databaseUrl } : {}) });
+const gw = await startGatewayProc({ name: 'gateway', simUrl: sim.url, simKey: sim.key, keys: 16, ...(databaseUrl ? { databaseUrl } : {}), ...(process.env.GW_NODE_ARGS ? { nodeArgs: process.env.GW_NODE_ARGS.split(' ') } : {}) });
 const target = makeTarget('gateway', 'gateway', gw.url, gw.pid, gw.keys);
 
 /** gateway_store_duration_seconds' series (bucket, sum, count) by name and labels. */
