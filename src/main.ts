@@ -37,8 +37,9 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   const logFlush = setInterval(() => logger.flush(), 1000);
   logFlush.unref();
   // Without Redis this daemon must be the database's only one (serving-lock.ts). Admission's
-  // funds are remembered between calls either way; with Redis (other daemons writing the same
-  // store) the cache checks for their commits on each use.
+  // funds are remembered between calls: on SQLite either way (with Redis, other daemons writing
+  // the same file, the cache checks for their commits on each use); on PostgreSQL alone only
+  // (store/pg/funds-cache.ts).
   /** Set once the daemon can stop (below): what losing the serving lock calls. */
   let lost: (() => Promise<void>) | undefined;
   const store: Store = await openStore(config.database, { onCheckpointError: (message) => logger.warn({ err: { message } }, 'WAL checkpoint failed') });

@@ -130,6 +130,15 @@ t.test("other processes' changes arrive as notices; settlement batches send none
   await until("the key's notice", () => notices.includes('api_keys'));
   await until('the cache to see the budget', async () => (await store.funds('acc_b', 'key_b'))?.key?.budgetMicros === 4_000_000);
 
+  // A batch of calls that cost nothing (usage rows only): no notice either.
+  notices.length = 0;
+  const [usage] = await sql<Array<{ n: number }>>`SELECT count(*)::int AS n FROM usage`;
+  await new PgLedger(other).chargeMany([], [{ requestId: `req_cache_${++requests}`, accountId: 'acc_b', apiKeyId: 'key_b', model: 'openai/gpt-4o-mini', provider: 'openai', endpoint: 'chat.completions', stream: false, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costMicros: 0, unchargedMicros: 0, status: 502, errorType: 'upstream_error', latencyMs: 3, createdAt: Date.now() }]);
+  const [after] = await sql<Array<{ n: number }>>`SELECT count(*)::int AS n FROM usage`;
+  t.equal(after?.n, (usage?.n ?? 0) + 1, 'its usage row is written');
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  t.same(notices, [], 'a batch without charges sends no notice');
+
   notices.length = 0;
   await other`UPDATE api_keys SET last_used_at = 1 WHERE id = 'key_b'`;
   await new Promise((resolve) => setTimeout(resolve, 300));
@@ -155,21 +164,40 @@ t.test("a refusal's second look reads the database, before any notice", { skip }
 t.test('a read that an own write overlapped is not kept', { skip }, async (t) => {
   const store = await cachingStore(t);
   const cache = store.fundsCache;
-  cache.drop();
-  // A read that returns once a batch has committed meanwhile, with figures from before it.
+  // Figures from before the batch below, returned once it has committed.
   const stale = await store.funds('acc_a', 'key_a');
   if (!stale) throw new Error('no funds');
+  cache.drop();
   let release: () => void = () => undefined;
   const gate = new Promise<void>((resolve) => (release = resolve));
+  let loaded = false;
   const read = cache.read('acc_a', 'key_a', async () => {
+    loaded = true;
     await gate;
     return stale;
   });
-  cache.drop();
+  t.equal(loaded, true, 'an empty cache asks the database');
   await store.settle([charge('acc_a', 'key_a', 300)], []);
   release();
-  await read;
+  t.equal((await read)?.balanceMicros, stale.balanceMicros, 'the caller gets what it read');
+  const misses = cache.misses;
   t.same(seen(await store.funds('acc_a', 'key_a')), await fromDb('acc_a', 'key_a'), 'the next read is fresh, with the batch');
+  t.equal(cache.misses, misses + 1, 'because the overlapped read was not kept');
+});
+
+t.test('a read is used for a while at most (ten seconds; one here)', { skip }, async (t) => {
+  const store = await cachingStore(t);
+  const cache = store.fundsCache;
+  t.equal(cache.maxAgeMs, 10_000);
+  cache.maxAgeMs = 1000;
+  cache.drop();
+  await store.funds('acc_b', 'key_b');
+  const misses = cache.misses;
+  await store.funds('acc_b', 'key_b');
+  t.equal(cache.misses, misses, 'at once: from memory');
+  await new Promise((resolve) => setTimeout(resolve, 1100));
+  await store.funds('acc_b', 'key_b');
+  t.equal(cache.misses, misses + 1, 'after it: read again');
 });
 
 t.test('a cut listening session turns the cache off until it listens again, on a new one, empty', { skip }, async (t) => {

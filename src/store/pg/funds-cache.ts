@@ -10,6 +10,16 @@ const CHECK_MS = 2000;
 const RELISTEN_MS = [100, 500, 1000, 2000];
 /** Accounts (and keys) held at most before the cache starts over. */
 const MAX_CACHED = 50_000;
+/**
+ * How long a wallet read is used at most. Notices cover every change but one no process
+ * announces: another serving process's settlement batch (they mark themselves so that the
+ * daemon's own send nothing), possible only in the seconds a daemon that lost the serving
+ * lock takes to stop, or a commit that lands after its connection was cut. This bounds it.
+ * Not shorter: under load a settlement batch is nearly always in flight, and a read that one
+ * overlapped is not kept (`read`), so refilling can take many calls' reads (at 200 req/s on
+ * PostgreSQL, 1 s made admission's read 1.85 ms on average, 10 s 0.20 ms, none 0.01 ms).
+ */
+const MAX_AGE_MS = 10_000;
 
 /** Own writes to what admission reads, told to the funds cache around them. */
 export interface FundsWrites {
@@ -20,7 +30,8 @@ export interface FundsWrites {
 export const UNTRACKED: FundsWrites = { run: (write) => write() };
 
 type AccountFunds = { balanceMicros: number; account: Funds['account'] };
-type KeyFunds = NonNullable<Funds['key']>;
+/** A key's funds (null: the key is not the account's), and when the read that brought it was asked for. */
+type KeyEntry = { key: NonNullable<Funds['key']> | null; readAt: number };
 
 /**
  * Admission's funds on PostgreSQL, remembered between calls, for a daemon that serves the
@@ -29,8 +40,8 @@ type KeyFunds = NonNullable<Funds['key']>;
  * as long as it hears of every change:
  * - this daemon's settlement batches are applied to it in place, before their holds are
  *   released (holds.ts: a released hold's charge is in what admission reads next);
- * - any other change, by this daemon (a spend limit, a budget, a top-up: `writes`) or any other
- *   process (the CLI on another host), empties it: the first through `writes`, as it happens,
+ * - any other change, by this daemon (a spend limit, a budget, a top-up: `run`) or any other
+ *   process (the CLI on another host), empties it: the first through `run`, as it happens,
  *   the second through a notice on gateway_funds, which triggers on `accounts` and `api_keys`
  *   send at its commit (migration 9). Until a notice arrives, a change made elsewhere is seen
  *   a moment late, as if it had been made a moment later; a refusal reads again first
@@ -39,11 +50,12 @@ type KeyFunds = NonNullable<Funds['key']>;
  *   an update applied in place meanwhile, nor counts a batch twice.
  * - While its session is not listening (not yet, cut, or unanswered), the cache holds nothing
  *   and every call reads the database, as without it.
+ * - A read is used for ten seconds at most (MAX_AGE_MS), which bounds what no notice announces.
  */
 export class PgFundsCache implements FundsWrites {
   private readonly accounts = new Map<string, AccountFunds>();
-  /** By account and key; null when the key is not the account's. */
-  private readonly keys = new Map<string, KeyFunds | null>();
+  /** By account and key. */
+  private readonly keys = new Map<string, KeyEntry>();
   /** Moves on every change the cache did not take in place; a read that saw it move is not kept. */
   private generation = 0;
   /** Own writes in flight. */
@@ -61,6 +73,8 @@ export class PgFundsCache implements FundsWrites {
   misses = 0;
   /** Sessions it has listened on (a new one after each cut). */
   sessions = 0;
+  /** How long a read is used at most (tests lengthen it to watch in-place updates over many calls). */
+  maxAgeMs = MAX_AGE_MS;
 
   /** Starts listening on `url` (a session of its own); the cache serves once it listens. */
   start(url: string): void {
@@ -96,8 +110,9 @@ export class PgFundsCache implements FundsWrites {
     this.misses++;
     const generation = this.generation;
     const clean = this.listening && this.writing === 0;
+    const asked = performance.now();
     const funds = await load();
-    if (funds && clean && this.listening && this.writing === 0 && this.generation === generation) this.set(accountId, apiKeyId, funds);
+    if (funds && clean && this.listening && this.writing === 0 && this.generation === generation) this.set(accountId, apiKeyId, funds, asked);
     return funds;
   }
 
@@ -151,15 +166,18 @@ export class PgFundsCache implements FundsWrites {
 
   private get(accountId: string, apiKeyId: string): Funds | undefined {
     const account = this.accounts.get(accountId);
-    const key = this.keys.get(`${accountId}\n${apiKeyId}`);
-    if (account === undefined || key === undefined) return undefined;
+    const entry = this.keys.get(`${accountId}\n${apiKeyId}`);
+    // The account's figures are as old as the newest read of any of its keys, at most.
+    if (account === undefined || entry === undefined || performance.now() - entry.readAt > this.maxAgeMs) return undefined;
+    const key = entry.key;
     return { balanceMicros: account.balanceMicros, account: { ...account.account }, key: key === null ? undefined : { ...key } };
   }
 
-  private set(accountId: string, apiKeyId: string, funds: Funds): void {
+  /** `readAt`: when the read was asked for (its age counts from there). */
+  private set(accountId: string, apiKeyId: string, funds: Funds, readAt: number): void {
     if (this.keys.size >= MAX_CACHED) this.clear();
     this.accounts.set(accountId, { balanceMicros: funds.balanceMicros, account: { ...funds.account } });
-    this.keys.set(`${accountId}\n${apiKeyId}`, funds.key ? { ...funds.key } : null);
+    this.keys.set(`${accountId}\n${apiKeyId}`, { key: funds.key ? { ...funds.key } : null, readAt });
   }
 
   private charged(charges: readonly ChargeInput[]): void {
@@ -169,7 +187,7 @@ export class PgFundsCache implements FundsWrites {
         account.balanceMicros -= charge.amountMicros;
         account.account.spentMicros += charge.amountMicros;
       }
-      const key = charge.apiKeyId ? this.keys.get(`${charge.accountId}\n${charge.apiKeyId}`) : undefined;
+      const key = charge.apiKeyId ? this.keys.get(`${charge.accountId}\n${charge.apiKeyId}`)?.key : undefined;
       if (key && charge.amountMicros > 0) key.spentMicros += charge.amountMicros;
     }
   }
@@ -245,8 +263,8 @@ export class PgFundsCache implements FundsWrites {
     if (!this.listening) return;
     this.checking = true;
     try {
-      const [row] = await client<Array<{ pid: number }>>`SELECT pg_backend_pid() AS pid`;
-      if (row?.pid !== this.pid) {
+      const [row] = await client<Array<{ pid: number; listens: boolean }>>`SELECT pg_backend_pid() AS pid, 'gateway_funds' = ANY(pg_listening_channels()) AS listens`;
+      if (row?.pid !== this.pid || !row.listens) {
         this.listening = false;
         this.clear();
         await this.relisten();

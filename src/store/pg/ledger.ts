@@ -80,6 +80,15 @@ export class PgLedger {
   async chargeMany(inputs: readonly ChargeInput[], usage: readonly NewUsage[] = []): Promise<UsageRecord[]> {
     const { perAccount, perKey } = batchTotals(inputs);
     if (inputs.length === 0 && usage.length === 0) return [];
+    // No charge (calls that failed, or cost nothing): the usage rows alone. Through the whole
+    // statement its wallet UPDATEs would fire their triggers with no row, and no settlement mark.
+    if (inputs.length === 0) {
+      const only = await this.sql<UsageRow[]>`
+        INSERT INTO usage (${this.sql.unsafe(USAGE_COLUMNS.join(', '))})
+          SELECT ${this.sql.unsafe(USAGE_COLUMNS.join(', '))} FROM jsonb_populate_recordset(NULL::usage, ${this.sql.json(usage.map(usageColumns) as unknown as postgres.JSONValue)}::jsonb)
+          RETURNING *`;
+      return only.map(toUsageRecord);
+    }
     const byId = ([a]: [string, unknown], [b]: [string, unknown]): number => (a < b ? -1 : a > b ? 1 : 0);
     const accounts = [...perAccount].sort(byId);
     const keys = [...perKey].sort(byId);
