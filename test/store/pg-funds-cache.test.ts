@@ -4,7 +4,8 @@ import { connectPostgres, type PgSql } from '../../src/store/pg/db.js';
 import { PgLedger } from '../../src/store/pg/ledger.js';
 import { PgStore } from '../../src/store/pg/store.js';
 import type { Funds } from '../../src/store/types.js';
-import { postgresSkipReason, scratchForFile, type ScratchDatabase } from '../support/postgres.js';
+import { until } from '../support/e2e.js';
+import { postgresSkipReason, scratchForFile, seedTwoWallets, type ScratchDatabase } from '../support/postgres.js';
 
 /**
  * Admission's funds cache on PostgreSQL (issue 32, funds-cache.ts): a daemon serving the
@@ -21,21 +22,8 @@ let sql: PgSql;
 scratchForFile({ max: 4, migrate: true }, async (database, pool) => {
   db = database;
   sql = pool;
-  const now = Date.now();
-  for (const id of ['acc_a', 'acc_b']) await sql`INSERT INTO accounts (id, email, name, role, created_at, updated_at) VALUES (${id}, ${`${id}@example.com`}, ${id}, 'user', ${now}, ${now})`;
-  await sql`INSERT INTO api_keys (id, account_id, name, key_hash, masked_key, rate_limit, budget_micros, created_at) VALUES ('key_a', 'acc_a', 'k', 'hash-a', 'sk-…', 100, 9000000, ${now})`;
-  await sql`INSERT INTO api_keys (id, account_id, name, key_hash, masked_key, rate_limit, created_at) VALUES ('key_b', 'acc_b', 'k', 'hash-b', 'sk-…', 100, ${now})`;
-  await new PgLedger(sql).credit('topup', { accountId: 'acc_a', amountMicros: 7_000_000, now });
-  await new PgLedger(sql).credit('topup', { accountId: 'acc_b', amountMicros: 3_000_000, now });
+  await seedTwoWallets(sql);
 });
-
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 /** A store with its funds cache on, listening. */
 async function cachingStore(t: Test): Promise<PgStore> {

@@ -2,7 +2,7 @@ import t from 'tap';
 import type { PgSql } from '../../src/store/pg/db.js';
 import { PgFundsReader } from '../../src/store/pg/funds-reader.js';
 import { PgLedger } from '../../src/store/pg/ledger.js';
-import { postgresSkipReason, scratchForFile } from '../support/postgres.js';
+import { postgresSkipReason, scratchForFile, seedTwoWallets } from '../support/postgres.js';
 
 /**
  * Admission's funds reads on PostgreSQL (issue 32): the reads asked for in one turn go out in
@@ -14,12 +14,7 @@ const skip = postgresSkipReason();
 let sql: PgSql;
 scratchForFile({ max: 4, migrate: true }, async (_database, pool) => {
   sql = pool;
-  const now = Date.now();
-  for (const id of ['acc_a', 'acc_b']) await sql`INSERT INTO accounts (id, email, name, role, created_at, updated_at) VALUES (${id}, ${`${id}@example.com`}, ${id}, 'user', ${now}, ${now})`;
-  await sql`INSERT INTO api_keys (id, account_id, name, key_hash, masked_key, rate_limit, budget_micros, created_at) VALUES ('key_a', 'acc_a', 'k', 'hash-a', 'sk-…', 100, 9000000, ${now})`;
-  await sql`INSERT INTO api_keys (id, account_id, name, key_hash, masked_key, rate_limit, created_at) VALUES ('key_b', 'acc_b', 'k', 'hash-b', 'sk-…', 100, ${now})`;
-  await new PgLedger(sql).credit('topup', { accountId: 'acc_a', amountMicros: 7_000_000, now });
-  await new PgLedger(sql).credit('topup', { accountId: 'acc_b', amountMicros: 3_000_000, now });
+  await seedTwoWallets(sql);
 });
 
 /** The pool, counting the statements sent through it (a tagged call is one statement). */

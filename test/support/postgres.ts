@@ -1,6 +1,7 @@
 import postgres from 'postgres';
 import t from 'tap';
 import { connectPostgres, migratePostgres, type PgSql } from '../../src/store/pg/db.js';
+import { PgLedger } from '../../src/store/pg/ledger.js';
 import { PG_ADMIN_URL, scratchDatabase, type ScratchDatabase } from './pg-scratch.js';
 
 export { PG_ADMIN_URL, scratchDatabase, type ScratchDatabase };
@@ -50,4 +51,17 @@ export function scratchForFile(options: { max: number; migrate: boolean }, opene
     await sql?.end({ timeout: 2 });
     await database?.drop();
   });
+}
+
+/**
+ * Two funded wallets for admission's funds tests: acc_a (7 INR) with key_a (a 9 INR budget),
+ * acc_b (3 INR) with key_b (no budget).
+ */
+export async function seedTwoWallets(sql: PgSql): Promise<void> {
+  const now = Date.now();
+  for (const id of ['acc_a', 'acc_b']) await sql`INSERT INTO accounts (id, email, name, role, created_at, updated_at) VALUES (${id}, ${`${id}@example.com`}, ${id}, 'user', ${now}, ${now})`;
+  await sql`INSERT INTO api_keys (id, account_id, name, key_hash, masked_key, rate_limit, budget_micros, created_at) VALUES ('key_a', 'acc_a', 'k', 'hash-a', 'sk-…', 100, 9000000, ${now})`;
+  await sql`INSERT INTO api_keys (id, account_id, name, key_hash, masked_key, rate_limit, created_at) VALUES ('key_b', 'acc_b', 'k', 'hash-b', 'sk-…', 100, ${now})`;
+  await new PgLedger(sql).credit('topup', { accountId: 'acc_a', amountMicros: 7_000_000, now });
+  await new PgLedger(sql).credit('topup', { accountId: 'acc_b', amountMicros: 3_000_000, now });
 }

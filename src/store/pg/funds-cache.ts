@@ -2,8 +2,6 @@ import postgres from 'postgres';
 import type { ChargeInput } from '../ledger.js';
 import type { Funds } from '../types.js';
 
-/** The channel migration 9's triggers notify on. */
-export const FUNDS_CHANNEL = 'gateway_funds';
 /** How often the listening session is checked; one check left unanswered a whole period turns the cache off. */
 const CHECK_MS = 2000;
 /** Waits between tries to listen again after the session was lost. */
@@ -88,7 +86,8 @@ export class PgFundsCache implements FundsWrites {
       max_lifetime: 0,
       fetch_types: false,
       onnotice: () => undefined,
-      onnotify: () => this.changed(),
+      // A notice: another process changed a wallet or a key.
+      onnotify: () => this.clear(),
       // The session is gone, and the notices it would have brought with it.
       onclose: () => this.lost(),
     };
@@ -200,11 +199,6 @@ export class PgFundsCache implements FundsWrites {
   private ended(): void {
     this.writing--;
     this.generation++;
-  }
-
-  /** A notice: someone else changed a wallet or a key. */
-  private changed(): void {
-    this.clear();
   }
 
   private clear(): void {
